@@ -1,0 +1,117 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import pg from "pg";
+import { applyMigrations, REPO_ROOT } from "../src/db/migrate";
+import { createEmptyDatabase, type TestDatabase } from "@reclaim/testkit";
+
+const PAPERCLIP_TABLES = [
+  "companies",
+  "issues",
+  "heartbeat_runs",
+  "execution_workspaces",
+  "environment_leases",
+  "issue_recovery_actions",
+  "agent_task_sessions",
+];
+
+async function query<T extends pg.QueryResultRow>(url: string, sql: string, params: unknown[] = []) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<T>(sql, params)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/** Columns, types, nullability, defaults, constraints, indexes and triggers of the given tables. */
+async function catalog(url: string, tables: string[]) {
+  const columns = await query(
+    url,
+    `SELECT table_name, column_name, data_type, is_nullable, column_default
+       FROM information_schema.columns WHERE table_schema = 'public' AND table_name = ANY($1)
+      ORDER BY table_name, ordinal_position`,
+    [tables],
+  );
+  const constraints = await query(
+    url,
+    `SELECT conrelid::regclass::text AS t, conname, pg_get_constraintdef(oid) AS def FROM pg_constraint
+      WHERE conrelid::regclass::text = ANY($1) ORDER BY 1, 2`,
+    [tables],
+  );
+  const indexes = await query(
+    url,
+    `SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename = ANY($1) ORDER BY 1, 2`,
+    [tables],
+  );
+  return { columns, constraints, indexes };
+}
+
+describe("npm run migrate", () => {
+  let db: TestDatabase;
+  afterEach(async () => db && (await db.drop()));
+
+  it("creates the Paperclip mirror and Reclaim's tables on an empty database", async () => {
+    db = await createEmptyDatabase();
+    await applyMigrations(db.url);
+    const tables = (
+      await query<{ table_name: string }>(
+        db.url,
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'",
+      )
+    ).map((r) => r.table_name);
+    expect(tables).toEqual(expect.arrayContaining([...PAPERCLIP_TABLES, "reclaim_deadlines", "reclaim_batch_reports"]));
+    // A heartbeat_runs row with only the columns the brief names inserts into the mirror.
+    await query(
+      db.url,
+      `INSERT INTO heartbeat_runs (id, company_id, status, started_at, finished_at, created_at)
+       VALUES (gen_random_uuid(), gen_random_uuid(), 'succeeded', now(), now(), now())`,
+    );
+    const history = await query(db.url, "SELECT migration_name FROM reclaim._prisma_migrations");
+    expect(history.length).toBeGreaterThan(0);
+  });
+
+  it("the mirror carries only Paperclip's own columns, with Paperclip's types", async () => {
+    db = await createEmptyDatabase();
+    await applyMigrations(db.url);
+    const mirror = (await catalog(db.url, PAPERCLIP_TABLES)).columns;
+    const real = await createEmptyDatabase();
+    try {
+      await query(real.url, readFileSync(path.join(REPO_ROOT, "packages/testkit/fixtures/paperclip-public-schema.sql"), "utf8"));
+      const realColumns = (await catalog(real.url, PAPERCLIP_TABLES)).columns;
+      const realType = new Map(realColumns.map((c) => [`${c.table_name}.${c.column_name}`, c.data_type]));
+      for (const column of mirror) {
+        expect([`${column.table_name}.${column.column_name}`, realType.get(`${column.table_name}.${column.column_name}`)]).toEqual([
+          `${column.table_name}.${column.column_name}`,
+          column.data_type,
+        ]);
+      }
+    } finally {
+      await real.drop();
+    }
+  });
+
+  it("on Paperclip's own database creates only what is missing and never alters a Paperclip table", async () => {
+    db = await createEmptyDatabase();
+    await query(db.url, readFileSync(path.join(REPO_ROOT, "packages/testkit/fixtures/paperclip-public-schema.sql"), "utf8"));
+    const all = (
+      await query<{ table_name: string }>(
+        db.url,
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'",
+      )
+    ).map((r) => r.table_name);
+    const before = await catalog(db.url, all);
+    await applyMigrations(db.url);
+    await applyMigrations(db.url); // a second run is a no-op
+    expect(await catalog(db.url, all)).toEqual(before);
+    const created = (
+      await query<{ table_name: string }>(
+        db.url,
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND NOT (table_name = ANY($1))",
+        [all],
+      )
+    ).map((r) => r.table_name);
+    expect(created).toEqual(expect.arrayContaining(["reclaim_deadlines", "native_run_finalizations"]));
+    expect(created).not.toContain("_prisma_migrations");
+  });
+});
