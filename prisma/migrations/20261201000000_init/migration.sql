@@ -282,6 +282,8 @@ CREATE TABLE "reclaim_batch_reports" (
     "skipped" JSONB NOT NULL DEFAULT '{}',
     "entries" JSONB NOT NULL DEFAULT '[]',
     "error" TEXT,
+    "cancelled" BOOLEAN NOT NULL DEFAULT false,
+    "next_cursor" TEXT,
     "started_at" TIMESTAMPTZ(6) NOT NULL,
     "finished_at" TIMESTAMPTZ(6) NOT NULL,
 

@@ -1,0 +1,22 @@
+import type {
+  AnyDomain,
+  Clock,
+  Db,
+  DeadlineQueues,
+  DomainControls,
+  DomainId,
+  Logger,
+} from "@reclaim/core";
+import type { Redis } from "ioredis";
+
+/** What route handlers may use; nothing else leaks into them. */
+export interface ApiDeps {
+  db: Db;
+  redis: Redis;
+  queues: DeadlineQueues;
+  clock: Clock;
+  log: Logger;
+  domains: ReadonlyMap<DomainId, AnyDomain>;
+  configs: ReadonlyMap<DomainId, DomainControls>;
+  queuePrefix: string;
+}

@@ -1,0 +1,49 @@
+/**
+ * GET /v1/jobs/:jobId: a job's state and, once it ran, its report (with entries). Finished
+ * deadline jobs leave the queue at once; their reports stay in PostgreSQL, so the answer
+ * comes from there.
+ */
+import { latestReportOfJob, ReclaimError } from "@reclaim/core";
+import { z } from "zod";
+import { domainOfJobId } from "./guards";
+import { errorBody, jobState, report } from "./schemas";
+import { route } from "./route";
+
+const STATES: Record<string, z.infer<typeof jobState>> = {
+  waiting: "waiting",
+  prioritized: "waiting",
+  "waiting-children": "waiting",
+  delayed: "delayed",
+  active: "active",
+  completed: "completed",
+  failed: "failed",
+};
+
+export const jobParams = z.object({ jobId: z.string().min(1).max(300) });
+
+export async function jobStatus(deps: import("../deps").ApiDeps, jobId: string) {
+  const domain = domainOfJobId(jobId);
+  const notFound = () => new ReclaimError("RECLAIM_ERR_JOB_NOT_FOUND", { message: `jobId: no job "${jobId}"`, field: "jobId" });
+  if (!domain) throw notFound();
+  const job = await deps.queues.queue(domain).getJob(jobId);
+  const state = job ? STATES[await job.getState()] : undefined;
+  const stored = state === "waiting" || state === "delayed" ? null : await latestReportOfJob(deps.db, jobId);
+  if (state) return { job, state, report: stored };
+  if (!stored) throw notFound();
+  return { job: undefined, state: stored.error ? ("failed" as const) : ("completed" as const), report: stored };
+}
+
+export const jobRoute = route({
+  method: "GET",
+  url: "/v1/jobs/:jobId",
+  summary: "A job's state and report",
+  params: jobParams,
+  responses: {
+    200: z.object({ jobId: z.string(), state: jobState, report: report.optional() }),
+    404: errorBody,
+  },
+  async handle({ params }, deps) {
+    const { state, report: stored } = await jobStatus(deps, params.jobId);
+    return { status: 200, body: { jobId: params.jobId, state, ...(stored ? { report: stored } : {}) } };
+  },
+});

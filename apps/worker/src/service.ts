@@ -1,0 +1,156 @@
+/**
+ * The worker process: one BullMQ Worker per enabled domain, all running `runJob`.
+ *
+ * - Start: rebuild missing jobs from the ledger (a Redis that lost its data, a worker that
+ *   died between finishing a job and scheduling the next), and again whenever Redis comes
+ *   back after a restart.
+ * - After every deadline job: sync that key, so the next deadline is queued.
+ * - SIGTERM (`stop`): take no new jobs, let active ones finish; halfway through the shutdown
+ *   timeout, ask them to stop between entries (they save their cursor and request a
+ *   continuation); at the timeout, exit anyway (a stalled job is retried by another worker).
+ */
+import { Worker, type Job } from "bullmq";
+import {
+  createDb,
+  createLogger,
+  createRedis,
+  DeadlineQueues,
+  domainRegistry,
+  FaultPoints,
+  onReconnect,
+  queueName,
+  readServiceConfig,
+  readWorkerConfig,
+  ReportCallbacks,
+  runJob,
+  systemClock,
+  type AnyDomain,
+  type BatchReport,
+  type Clock,
+  type DomainControls,
+  type DomainId,
+  type Env,
+  type Logger,
+  type ReclaimJobData,
+} from "@reclaim/core";
+import { cancelChannel, CancellationListener } from "./cancellation";
+
+export interface WorkerServiceOptions {
+  env?: Env;
+  clock?: Clock;
+  log?: Logger;
+  faults?: FaultPoints;
+  domains?: ReadonlyMap<DomainId, AnyDomain>;
+}
+
+export interface WorkerService {
+  readonly domains: DomainId[];
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function createWorkerService(options: WorkerServiceOptions = {}): WorkerService {
+  const env = options.env ?? process.env;
+  const service = readServiceConfig(env);
+  const workerConfig = readWorkerConfig(env);
+  const clock = options.clock ?? systemClock;
+  const log = (options.log ?? createLogger(service.logLevel as "info")).child({ service: "reclaim-worker", pid: process.pid });
+  const faults = options.faults ?? FaultPoints.fromEnv(env);
+  const registry = options.domains ?? domainRegistry;
+
+  const configs = new Map<DomainId, DomainControls>();
+  for (const [id, domain] of registry) configs.set(id, domain.readConfig(env));
+  const enabled = [...registry.keys()].filter((id) => configs.get(id)!.enabled);
+
+  const db = createDb(service.databaseUrl, { max: workerConfig.concurrency * Math.max(1, enabled.length) + 4 });
+  const redis = createRedis(service.redisUrl);
+  const queues = new DeadlineQueues({ db, redis, prefix: service.queuePrefix, clock, attempts: service.jobAttempts });
+  const callbacks = service.callbackUrl ? new ReportCallbacks(redis, service.queuePrefix) : null;
+  const cancellation = new CancellationListener(redis.duplicate(), cancelChannel(service.queuePrefix));
+  const shutdown = new AbortController();
+  const workers: Worker[] = [];
+
+  const deps = {
+    db,
+    queues,
+    clock,
+    instanceRoot: service.instanceRoot,
+    log,
+    faults,
+    configs,
+    domains: registry,
+    onReport: callbacks ? (report: BatchReport) => callbacks.enqueue(report) : undefined,
+  };
+
+  const afterJob = (job: Job<ReclaimJobData> | undefined) => {
+    if (job?.data.kind !== "deadline") return;
+    void queues.syncSoon({ domain: job.data.domain, scope: job.data.scope }, (error) =>
+      log.warn("could not schedule next deadline yet; retrying", { domain: job.data.domain, error }),
+    );
+  };
+
+  const reconcile = (why: string) =>
+    queues.reconcile(enabled).then(
+      (keys) => log.info("queues rebuilt from the ledger", { why, keys }),
+      (error: unknown) => log.error("could not rebuild queues from the ledger", { why, error }),
+    );
+
+  return {
+    domains: enabled,
+    async start() {
+      await cancellation.start();
+      for (const id of enabled) {
+        const worker = new Worker<ReclaimJobData>(
+          queueName(id),
+          async (job) => {
+            const tracked = cancellation.track(job.id!, shutdown.signal);
+            try {
+              return await runJob(deps, {
+                id: job.id!,
+                data: job.data,
+                attemptsMade: job.attemptsMade,
+                attempts: job.opts.attempts ?? 1,
+                signal: tracked.signal,
+              });
+            } finally {
+              tracked.release();
+            }
+          },
+          {
+            connection: redis.duplicate(),
+            prefix: service.queuePrefix,
+            concurrency: workerConfig.concurrency,
+            lockDuration: service.jobLockMs,
+            stalledInterval: service.stalledIntervalMs,
+            maxStalledCount: 1,
+          },
+        );
+        worker.on("completed", afterJob);
+        worker.on("failed", afterJob);
+        worker.on("error", (error) => log.error("worker error", { domain: id, error }));
+        workers.push(worker);
+      }
+      if (callbacks && service.callbackUrl) {
+        workers.push(callbacks.deliverer({ url: service.callbackUrl, secret: service.callbackSecret ?? env.RECLAIM_API_TOKEN ?? "" }, log));
+      }
+      onReconnect(redis, () => void reconcile("redis reconnected"));
+      await reconcile("start");
+      await Promise.all(workers.map((w) => w.waitUntilReady()));
+      log.info("worker ready", { domains: enabled, concurrency: workerConfig.concurrency });
+    },
+    async stop() {
+      log.info("worker stopping: finishing active jobs");
+      const soft = setTimeout(() => shutdown.abort(new Error("shutting down")), workerConfig.shutdownTimeoutMs / 2);
+      const closing = Promise.all(workers.map((w) => w.close()));
+      const hard = new Promise<void>((resolve) => setTimeout(resolve, workerConfig.shutdownTimeoutMs).unref());
+      await Promise.race([closing, hard]);
+      clearTimeout(soft);
+      await queues.close();
+      await callbacks?.close();
+      await cancellation.stop();
+      await redis.quit().catch(() => redis.disconnect());
+      await db.$disconnect();
+      log.info("worker stopped");
+    },
+  };
+}

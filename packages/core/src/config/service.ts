@@ -1,0 +1,103 @@
+/**
+ * The service's own environment (scheduler and worker). Domain controls live with each
+ * domain (`domains/<id>/config.ts`) under the names the spec gives them.
+ */
+import path from "node:path";
+import {
+  integerOption,
+  optionalStringOption,
+  readOptions,
+  stringOption,
+  urlValidator,
+  type Env,
+  type OptionValues,
+} from "./option";
+
+export const serviceOptions = {
+  databaseUrl: stringOption(
+    "DATABASE_URL",
+    undefined,
+    "PostgreSQL connection URL: Paperclip's database in production",
+    urlValidator(["postgres:", "postgresql:"]),
+  ),
+  redisUrl: stringOption("REDIS_URL", "redis://127.0.0.1:6379", "Redis connection URL for the BullMQ queues", urlValidator(["redis:", "rediss:"])),
+  instanceRoot: stringOption(
+    "PAPERCLIP_INSTANCE_ROOT",
+    path.join(process.env.HOME ?? "/root", ".paperclip", "instances", "default"),
+    "The Paperclip instance directory whose disk Reclaim frees",
+    (value) => (path.isAbsolute(value) ? undefined : `must be an absolute path (got "${value}")`),
+  ),
+  queuePrefix: stringOption("RECLAIM_QUEUE_PREFIX", "reclaim", "Redis key prefix of every queue", (value) =>
+    /^[A-Za-z0-9_-]+$/.test(value) ? undefined : `may contain only letters, digits, '-' and '_' (got "${value}")`,
+  ),
+  jobLockMs: integerOption(
+    "RECLAIM_JOB_LOCK_MS",
+    30_000,
+    "How long a worker's lock on an active job lasts without renewal; a killed worker's job is retried by another worker after this",
+    { min: 1000, unit: "ms" },
+  ),
+  stalledIntervalMs: integerOption(
+    "RECLAIM_STALLED_INTERVAL_MS",
+    30_000,
+    "How often workers look for jobs whose worker died",
+    { min: 1000, unit: "ms" },
+  ),
+  jobAttempts: integerOption(
+    "RECLAIM_JOB_ATTEMPTS",
+    3,
+    "Attempts for a job that fails with a retryable error before the domain's 15-minute retry deadline takes over",
+    { min: 1, max: 20 },
+  ),
+  callbackUrl: optionalStringOption(
+    "RECLAIM_CALLBACK_URL",
+    "POST every batch report here (JSON), signed with RECLAIM_CALLBACK_SECRET",
+    urlValidator(["http:", "https:"]),
+  ),
+  callbackSecret: optionalStringOption(
+    "RECLAIM_CALLBACK_SECRET",
+    "HMAC-SHA256 key for the X-Reclaim-Signature header of report callbacks (defaults to RECLAIM_API_TOKEN)",
+  ),
+  logLevel: stringOption("RECLAIM_LOG_LEVEL", "info", "debug, info, warn or error", (value) =>
+    ["debug", "info", "warn", "error"].includes(value) ? undefined : `must be debug, info, warn or error (got "${value}")`,
+  ),
+};
+
+export const schedulerOptions = {
+  apiToken: stringOption(
+    "RECLAIM_API_TOKEN",
+    undefined,
+    "Bearer token every API call (and the dashboard) must present; the scheduler refuses to start without it",
+    (value) => (value.length >= 16 ? undefined : "must be at least 16 characters"),
+  ),
+  port: integerOption("RECLAIM_PORT", 8080, "HTTP port of the scheduler", { min: 0, max: 65535 }),
+  host: stringOption("RECLAIM_HOST", "0.0.0.0", "Address the scheduler listens on"),
+};
+
+export const workerOptions = {
+  concurrency: integerOption("RECLAIM_WORKER_CONCURRENCY", 2, "Jobs one worker process runs at once per domain", {
+    min: 1,
+    max: 64,
+  }),
+  shutdownTimeoutMs: integerOption(
+    "RECLAIM_SHUTDOWN_TIMEOUT_MS",
+    120_000,
+    "On SIGTERM, how long the worker waits for active jobs before exiting anyway (they are then retried elsewhere)",
+    { min: 0, unit: "ms" },
+  ),
+};
+
+export type ServiceConfig = OptionValues<typeof serviceOptions>;
+export type SchedulerConfig = OptionValues<typeof schedulerOptions>;
+export type WorkerConfig = OptionValues<typeof workerOptions>;
+
+export function readServiceConfig(env: Env = process.env): ServiceConfig {
+  return readOptions(serviceOptions, env);
+}
+
+export function readSchedulerConfig(env: Env = process.env): SchedulerConfig {
+  return readOptions(schedulerOptions, env);
+}
+
+export function readWorkerConfig(env: Env = process.env): WorkerConfig {
+  return readOptions(workerOptions, env);
+}

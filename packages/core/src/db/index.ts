@@ -1,0 +1,4 @@
+export * from "./client";
+export * from "./locks";
+export * from "./sql";
+export { applyMigrations, ensureDatabase } from "./migrate";

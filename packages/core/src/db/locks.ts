@@ -1,0 +1,35 @@
+/**
+ * Advisory locks, all transaction-scoped (released by commit or rollback, so a killed
+ * process never leaves one held). Namespaces shared with the Paperclip server are part of
+ * the contract between the two and are listed here; a change breaks mutual exclusion.
+ */
+import type { Tx } from "./client";
+import { sqlFile } from "./sql";
+
+export const LOCK_NAMESPACES = {
+  /** Reclaim's deadline ledger, per domain and scope: serializes ledger writes with queue sync. */
+  ledger: "reclaim.ledger",
+  /**
+   * A native run's finalization ownership (Paperclip's finalization and export hold it while
+   * they own the run; key: the run id).
+   */
+  nativeRunFinalization: "paperclip.native_run_finalization",
+} as const;
+
+/** The company-scoped lock a domain's job holds (`reclaim.<domain>`, key: company id or "instance"). */
+export function domainLockNamespace(domain: string): string {
+  return `reclaim.${domain}`;
+}
+
+export async function lock(tx: Tx, namespace: string, key: string): Promise<void> {
+  await tx.$queryRawUnsafe(sqlFile(__dirname, "sql/advisory-lock.sql"), namespace, key);
+}
+
+export async function tryLock(tx: Tx, namespace: string, key: string): Promise<boolean> {
+  const rows = await tx.$queryRawUnsafe<{ acquired: boolean }[]>(
+    sqlFile(__dirname, "sql/try-advisory-lock.sql"),
+    namespace,
+    key,
+  );
+  return rows[0]?.acquired === true;
+}

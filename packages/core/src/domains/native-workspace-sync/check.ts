@@ -1,0 +1,191 @@
+/**
+ * One batch of native workspace sync retention for a scope.
+ *
+ * prepare (no lock): finish up to 50 interrupted deletions (`.expired-*`, own cursor); find
+ *   the folders of this scope (company: its runs' folders; instance: folders with no run,
+ *   plus start-up deadline discovery for every company that has folders); survey up to
+ *   200 of them from the folder cursor.
+ * apply (the job's transaction, company lock): read all their runs' state in one query; per
+ *   folder take the run's finalization ownership lock (held elsewhere: skip, retry in 15
+ *   minutes), judge it (rules.ts), and rename a removable one to `.expired-<UUID>`; at most
+ *   50 removals.
+ * finish (after commit): delete what was renamed; a failed delete stays for a later batch.
+ */
+import path from "node:path";
+import { MINUTE_MS } from "../../clock";
+import { LOCK_NAMESPACES, tryLock, type Tx } from "../../db";
+import { finishInterruptedDeletes, removeRetired, retire, RetireRefused } from "../../fs";
+import { INSTANCE_SCOPE } from "../../ledger";
+import { recordedProcessIsLive } from "../../process/liveness";
+import type { JobContext } from "../types";
+import { LIMITS, SYNC_DIR, type NativeWorkspaceSyncConfig } from "./config";
+import { runOwners, runStates } from "./queries";
+import { judgeFolder } from "./rules";
+import { listRunFolderNames, surveyFolder, type FolderSurvey } from "./survey";
+
+type Ctx = JobContext<NativeWorkspaceSyncConfig>;
+
+const RETRY_MS = 15 * MINUTE_MS;
+
+export interface Prepared {
+  root: string;
+  folders: FolderSurvey[];
+  /** Folders of this scope beyond this batch. */
+  more: boolean;
+}
+
+export interface Applied {
+  retired: { rel: string; path: string; companyId: string | null }[];
+}
+
+const rel = (name: string) => `${SYNC_DIR}/${name}`;
+const later = (ctx: Ctx, ms: number) => new Date(ctx.startedAt.getTime() + ms);
+
+async function finishLeftovers(ctx: Ctx, root: string): Promise<void> {
+  if (ctx.dryRun) return;
+  const batch = await finishInterruptedDeletes(root, {
+    prefixes: [".expired"],
+    limit: LIMITS.leftoversPerBatch,
+    after: await ctx.readCursor("leftovers"),
+    signal: ctx.signal,
+  });
+  await ctx.writeCursor("leftovers", batch.cursor);
+  for (const result of batch.results) {
+    if (result.error === undefined) {
+      ctx.report.removedEntry(rel(result.name), result.bytes ?? 0, { reason: "interrupted_deletion" });
+    } else {
+      ctx.report.failed(rel(result.name), "leftover_delete_failed");
+      ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+    }
+  }
+  if (batch.cursor !== null) ctx.deadlines.at("continue", ctx.startedAt);
+}
+
+async function ownersInChunks(ctx: Ctx, names: string[]): Promise<Map<string, string> | null> {
+  const owners = new Map<string, string>();
+  for (let i = 0; i < names.length; i += LIMITS.discoveryChunk) {
+    // Discovery stops when the worker drains or shuts down; a later job starts it again.
+    if (ctx.signal.aborted) return null;
+    for (const [id, company] of await runOwners(ctx.db, names.slice(i, i + LIMITS.discoveryChunk))) {
+      owners.set(id, company);
+    }
+  }
+  return owners;
+}
+
+export async function prepare(ctx: Ctx): Promise<Prepared> {
+  const root = path.join(ctx.instanceRoot, SYNC_DIR);
+  await finishLeftovers(ctx, root);
+
+  const names = await listRunFolderNames(root);
+  const owners = await ownersInChunks(ctx, names);
+  if (owners === null) {
+    ctx.deadlines.at("continue", ctx.startedAt);
+    return { root, folders: [], more: false };
+  }
+  let mine: string[];
+  if (ctx.scope === INSTANCE_SCOPE) {
+    if (ctx.claimed.some((c) => c.reason === "startup")) {
+      for (const company of new Set(owners.values())) ctx.deadlines.at("startup", ctx.startedAt, company);
+    }
+    mine = names.filter((name) => !owners.has(name));
+  } else {
+    mine = names.filter((name) => owners.get(name) === ctx.scope);
+  }
+
+  const after = await ctx.readCursor("folders");
+  const start = after === null ? 0 : mine.findIndex((name) => name > after);
+  const slice = start < 0 ? [] : mine.slice(start, start + LIMITS.foldersPerBatch);
+  const folders: FolderSurvey[] = [];
+  for (const name of slice) {
+    if (ctx.signal.aborted) break;
+    folders.push(await surveyFolder(root, name, ctx.signal));
+  }
+  return { root, folders, more: start >= 0 && start + folders.length < mine.length };
+}
+
+export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Applied> {
+  const states = await runStates(
+    tx,
+    prepared.folders.map((f) => f.name),
+  );
+  const judge = { now: ctx.startedAt, windowMs: ctx.config.windowMs, isLive: recordedProcessIsLive };
+  const retired: Applied["retired"] = [];
+  let examined = 0;
+
+  for (const folder of prepared.folders) {
+    if (ctx.signal.aborted || retired.length >= LIMITS.removalsPerBatch) break;
+    examined += 1;
+    ctx.report.examined();
+    const id = rel(folder.name);
+    if (folder.kind !== "directory" || folder.stats === null) {
+      ctx.report.skip(id, folder.kind === "symlink" ? "symlink" : "not_a_directory");
+      continue;
+    }
+    const run = states.get(folder.name) ?? null;
+    const companyId = run?.company_id ?? null;
+    if (ctx.scope === INSTANCE_SCOPE && run !== null) {
+      // The run row appeared after the survey: the folder now belongs to its company's job.
+      ctx.report.skip(id, "run_appeared", { companyId });
+      ctx.deadlines.at("discovered", ctx.startedAt, run.company_id);
+      continue;
+    }
+    if (!(await tryLock(tx, LOCK_NAMESPACES.nativeRunFinalization, folder.name))) {
+      ctx.report.skip(id, "finalization_lock_held", { companyId });
+      ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+      continue;
+    }
+    const verdict = judgeFolder(folder.stats, run, judge);
+    if (!verdict.remove) {
+      ctx.report.skip(id, verdict.reason, { companyId, bytes: folder.stats.allocatedBytes });
+      ctx.deadlines.at("retention", verdict.recheckAt);
+      continue;
+    }
+    ctx.report.candidate(id, folder.stats.allocatedBytes, { companyId, reason: verdict.because });
+    if (ctx.dryRun) continue;
+    try {
+      const to = await retire(folder.path, ".expired", folder.identity ?? undefined);
+      retired.push({ rel: id, path: to, companyId });
+      await ctx.faults.hit("native-workspace-sync.after-rename");
+    } catch (error) {
+      if (!(error instanceof RetireRefused)) {
+        ctx.report.failed(id, "rename_failed", { companyId });
+        ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+      } else if (error.reason !== "missing") {
+        ctx.report.skip(id, error.reason, { companyId });
+      }
+    }
+  }
+
+  const stoppedEarly = examined < prepared.folders.length;
+  if (stoppedEarly || prepared.more) {
+    await ctx.writeCursor("folders", prepared.folders[examined - 1]?.name ?? (await ctx.readCursor("folders")), tx);
+    ctx.deadlines.at("continue", ctx.startedAt);
+  } else {
+    await ctx.writeCursor("folders", null, tx);
+  }
+  return { retired };
+}
+
+export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
+  for (const item of applied.retired) {
+    await ctx.faults.hit("native-workspace-sync.before-delete");
+    try {
+      ctx.report.removedEntry(item.rel, await removeRetired(item.path), { companyId: item.companyId });
+    } catch {
+      // The `.expired-*` name stays; the next batch's leftover pass finishes it.
+      ctx.report.failed(item.rel, "delete_failed", { companyId: item.companyId });
+      ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+    }
+  }
+  if (ctx.report.candidates > 0) {
+    ctx.log.info("native workspace sync folders", {
+      event: "native_workspace_sync.retention",
+      dryRun: ctx.dryRun,
+      candidates: ctx.report.entries.filter((e) => e.outcome === "candidate").map((e) => e.id),
+      candidateBytes: ctx.report.candidateBytes,
+      reclaimedBytes: ctx.report.reclaimedBytes,
+      skipped: ctx.report.skipped,
+    });
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * The spec's removal conditions for one sync folder, as a pure function of what was read.
+ * A folder named for a run id, that is a real directory and whose newest file is older than
+ * the window, is removed when one of these holds:
+ *   - no run with that id exists;
+ *   - the run is settled and has no valid workspace sync reference;
+ *   - the run is settled and nothing else may still read the folder (finalization, exports,
+ *     recovery actions, leases, retained recoveries, historical adoption).
+ * Settled: succeeded/failed/cancelled/timed_out/interrupted, finished before the window, no
+ * live process, no live controller lease, no finalization owner receipt.
+ * Every "keep" carries its reason and when to look again.
+ */
+import type { RecordedProcess } from "../../process/liveness";
+
+export const SETTLED_STATUSES = new Set(["succeeded", "failed", "cancelled", "timed_out", "interrupted"]);
+
+export interface RunState {
+  id: string;
+  company_id: string;
+  status: string;
+  finished_at: Date | null;
+  process_pid: number | null;
+  process_group_id: number | null;
+  process_started_at: Date | null;
+  sync_ref_valid: boolean;
+  has_lease: boolean;
+  has_local_lease: boolean;
+  live_controller_lease: boolean;
+  lease_resume_or_cleanup: boolean;
+  referenced_lease_destroyed: boolean;
+  owner_receipt: boolean;
+  finalization_unsettled: boolean;
+  export_active: boolean;
+  unverified_recovery: boolean;
+  retained_recovery_pending: boolean;
+  adoption_pending: boolean;
+}
+
+export interface FolderFacts {
+  newestMtimeMs: number;
+}
+
+export type KeepReason =
+  | "folder_recently_modified"
+  | "run_not_settled"
+  | "run_finish_unknown"
+  | "run_finished_within_window"
+  | "run_process_live"
+  | "live_controller_lease"
+  | "finalization_owner_receipt"
+  | "finalization_unsettled"
+  | "workspace_export_active"
+  | "recovery_action_unverified"
+  | "lease_export_resume_or_cleanup"
+  | "retained_recovery_pending"
+  | "historical_adoption_pending";
+
+export type Verdict =
+  | { remove: true; because: "no_run" | "no_sync_reference" | "nothing_reads_it" }
+  | { remove: false; reason: KeepReason; recheckAt: Date };
+
+export interface Judge {
+  now: Date;
+  windowMs: number;
+  isLive(process: RecordedProcess): boolean;
+}
+
+export function judgeFolder(folder: FolderFacts, run: RunState | null, judge: Judge): Verdict {
+  const now = judge.now.getTime();
+  const cutoff = now - judge.windowMs;
+  const keep = (reason: KeepReason, at = now + judge.windowMs): Verdict => ({
+    remove: false,
+    reason,
+    recheckAt: new Date(at),
+  });
+
+  if (folder.newestMtimeMs > cutoff) return keep("folder_recently_modified", folder.newestMtimeMs + judge.windowMs);
+  if (run === null) return { remove: true, because: "no_run" };
+
+  if (!SETTLED_STATUSES.has(run.status)) return keep("run_not_settled");
+  if (run.finished_at === null) return keep("run_finish_unknown");
+  if (run.finished_at.getTime() > cutoff) return keep("run_finished_within_window", run.finished_at.getTime() + judge.windowMs);
+  // A recorded process only counts where it can be the run's own: a local lease or none.
+  const processCouldBeLocal = run.has_local_lease || !run.has_lease;
+  if (
+    processCouldBeLocal &&
+    judge.isLive({ pid: run.process_pid, processGroupId: run.process_group_id, startedAt: run.process_started_at })
+  ) {
+    return keep("run_process_live");
+  }
+  if (run.live_controller_lease) return keep("live_controller_lease");
+  if (run.owner_receipt) return keep("finalization_owner_receipt");
+
+  if (!run.sync_ref_valid) return { remove: true, because: "no_sync_reference" };
+
+  if (run.finalization_unsettled) return keep("finalization_unsettled");
+  if (run.export_active) return keep("workspace_export_active");
+  if (run.unverified_recovery) return keep("recovery_action_unverified");
+  if (run.lease_resume_or_cleanup) return keep("lease_export_resume_or_cleanup");
+  if (!run.referenced_lease_destroyed && run.retained_recovery_pending) return keep("retained_recovery_pending");
+  if (run.adoption_pending) return keep("historical_adoption_pending");
+  return { remove: true, because: "nothing_reads_it" };
+}

@@ -1,0 +1,11 @@
+/**
+ * The domains this build implements. A domain id listed in ids.ts without an entry here
+ * is known (its queue name and API paths are reserved) but not implemented yet.
+ */
+import type { DomainId } from "./ids";
+import { nativeWorkspaceSync } from "./native-workspace-sync";
+import type { AnyDomain } from "./types";
+
+export const IMPLEMENTED_DOMAINS: readonly AnyDomain[] = [nativeWorkspaceSync];
+
+export const domainRegistry: ReadonlyMap<DomainId, AnyDomain> = new Map(IMPLEMENTED_DOMAINS.map((d) => [d.id, d]));

@@ -1,0 +1,115 @@
+/**
+ * What a retention domain is. Every domain folder (`domains/<id>/`) has the same few files:
+ *   config.ts   its env controls, by the names the spec gives them
+ *   events.ts   which events and start-up conditions make work due (deadline requests)
+ *   survey.ts   filesystem reads outside any lock (listing, identity, byte counting)
+ *   rules.ts    the spec's conditions as pure functions of what was read: keep (and why) or remove
+ *   *.sql       the database reads the rules need, one query per batch (no N+1)
+ *   check.ts    the batch: prepare -> apply (in the job's transaction, under the company lock) -> finish
+ *   index.ts    the RetentionDomain value
+ *
+ * The platform (jobs/run-job.ts) claims the due deadlines, runs the three phases, then in
+ * one transaction consumes the claim, records the deadlines the check computed and the
+ * report row; the report is also the job's return value and one log line.
+ */
+import type { Clock } from "../clock";
+import type { Env, Option } from "../config";
+import type { Db, Tx } from "../db";
+import type { EventOf, EventType } from "../events";
+import type { FaultPoints } from "../faults";
+import type { ClaimedDeadline, DeadlineRequest, Scope } from "../ledger";
+import type { Logger } from "../logging";
+import type { JobKind } from "../queue";
+import type { BatchReporter } from "../jobs/batch-reporter";
+import type { DomainId } from "./ids";
+
+/** Every domain has at least these two controls. */
+export interface DomainControls {
+  enabled: boolean;
+  dryRun: boolean;
+}
+
+/** Deadlines a check computes while it runs; recorded when the job settles. */
+export interface DeadlineSink {
+  /** Work in `scope` (default: the job's scope) is due at `dueAt`, for `reason`. */
+  at(reason: string, dueAt: Date, scope?: Scope): void;
+  list(): DeadlineRequest[];
+}
+
+export interface JobContext<C extends DomainControls = DomainControls> {
+  readonly domain: DomainId;
+  readonly scope: Scope;
+  /** `null` for the instance scope. */
+  readonly companyId: string | null;
+  readonly kind: JobKind;
+  readonly jobId: string;
+  readonly config: C;
+  /** The domain's dry-run control, or a dry-run sweep: report, change nothing. */
+  readonly dryRun: boolean;
+  readonly clock: Clock;
+  /** The clock's time when the job started; windows are measured from it. */
+  readonly startedAt: Date;
+  readonly db: Db;
+  readonly instanceRoot: string;
+  /** The ledger rows that made this job due (empty for a requested sweep). */
+  readonly claimed: readonly ClaimedDeadline[];
+  /** Aborted when the worker shuts down: stop between entries and request a continuation. */
+  readonly signal: AbortSignal;
+  readonly report: BatchReporter;
+  readonly deadlines: DeadlineSink;
+  readonly log: Logger;
+  readonly faults: FaultPoints;
+  /**
+   * Continuation cursors, one per named walk. Deadline jobs keep them in the ledger; a
+   * requested sweep starts from the cursor it was given and returns where it stopped
+   * (`nextCursor`), leaving the deadline jobs' cursors alone. Pass `tx` to move a cursor
+   * in the same transaction as the work it covers.
+   */
+  readCursor(name: string): Promise<string | null>;
+  writeCursor(name: string, value: string | null, tx?: Tx): Promise<void>;
+  /** Runs `fn` in a new transaction that holds this job's company-scoped lock. */
+  locked<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+}
+
+export interface EventContext<C extends DomainControls = DomainControls> {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly now: Date;
+  readonly config: C;
+  readonly log: Logger;
+}
+
+export type EventHandlers<C extends DomainControls> = {
+  [T in EventType]?: (event: EventOf<T>, ctx: EventContext<C>) => DeadlineRequest[] | Promise<DeadlineRequest[]>;
+};
+
+export interface RetentionDomain<C extends DomainControls = DomainControls, P = unknown, A = unknown> {
+  readonly id: DomainId;
+  readonly title: string;
+  /** The env controls (names and defaults from the spec). */
+  readonly options: Record<string, Option<unknown>>;
+  readConfig(env: Env): C;
+  /**
+   * Namespace of the company-scoped advisory lock a job holds (default `reclaim.<id>`).
+   * Where the spec says the Paperclip server takes the same lock, this is that namespace.
+   */
+  readonly lockNamespace?: string;
+  /** How long after a failed batch the domain tries again (default 15 minutes). */
+  readonly failureRetryMs?: number;
+  /** Deadlines to request when the scheduler becomes ready ("runs at startup"). */
+  onStartup?(ctx: EventContext<C>): DeadlineRequest[] | Promise<DeadlineRequest[]>;
+  readonly events?: EventHandlers<C>;
+  /** Phase 1, outside any lock: filesystem reads, identity, byte counting. */
+  prepare?(ctx: JobContext<C>): Promise<P>;
+  /** Phase 2, in the job's transaction holding the company-scoped lock. */
+  apply(ctx: JobContext<C>, tx: Tx, prepared: P): Promise<A>;
+  /** Phase 3, after commit: deletions, hooks, storage calls. */
+  finish?(ctx: JobContext<C>, applied: A): Promise<void>;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyDomain = RetentionDomain<any, any, any>;
+
+export function defineDomain<C extends DomainControls, P, A>(domain: RetentionDomain<C, P, A>): RetentionDomain<C, P, A> {
+  return domain;
+}

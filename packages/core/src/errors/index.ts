@@ -1,0 +1,3 @@
+export * from "./catalog";
+export * from "./reclaim-error";
+export * from "./config-error";

@@ -1,0 +1,81 @@
+/**
+ * The events the Paperclip server sends to `POST /v1/events`, one zod schema per type.
+ * Domains subscribe by type (`RetentionDomain.events`). The API validates every event
+ * against this catalog and rejects the request (400, field named) before anything is
+ * recorded.
+ */
+import { z } from "zod";
+
+const uuid = z.uuid();
+const companyId = uuid.describe("The company the change belongs to");
+
+export const RUN_STATUSES = [
+  "queued",
+  "scheduled_retry",
+  "running",
+  "succeeded",
+  "interrupted",
+  "failed",
+  "cancelled",
+  "timed_out",
+] as const;
+
+export const eventSchemas = {
+  "native_workspace_sync.folder_created": z
+    .object({
+      type: z.literal("native_workspace_sync.folder_created"),
+      companyId,
+      runId: uuid.describe("The run that created <instance>/native-workspace-sync/<runId>/"),
+    })
+    .describe("A native run created its workspace sync folder"),
+  "run.changed": z
+    .object({
+      type: z.literal("run.changed"),
+      companyId,
+      runId: uuid,
+      status: z.enum(RUN_STATUSES),
+      finishedAt: z.iso.datetime({ offset: true }).optional(),
+    })
+    .describe("A heartbeat run changed status (for example it finished)"),
+  "issue.changed": z
+    .object({
+      type: z.literal("issue.changed"),
+      companyId,
+      issueId: uuid,
+      status: z.string().min(1).optional(),
+      previousStatus: z.string().min(1).optional(),
+      parentId: uuid.nullable().optional(),
+      previousParentId: uuid.nullable().optional(),
+    })
+    .describe("An issue was created or updated (status, parent)"),
+  "issue.deleted": z
+    .object({ type: z.literal("issue.deleted"), companyId, issueId: uuid })
+    .describe("An issue was deleted"),
+  "workspace.changed": z
+    .object({
+      type: z.literal("workspace.changed"),
+      companyId,
+      workspaceId: uuid,
+      status: z.string().min(1).optional(),
+    })
+    .describe("An execution workspace changed (archived, reopened, ...)"),
+  "company.deleted": z.object({ type: z.literal("company.deleted"), companyId }).describe("A company was deleted"),
+} as const;
+
+export type EventType = keyof typeof eventSchemas;
+export type EventOf<T extends EventType> = z.infer<(typeof eventSchemas)[T]>;
+export type ReclaimEvent = { [T in EventType]: EventOf<T> }[EventType];
+
+export const EVENT_TYPES = Object.keys(eventSchemas) as EventType[];
+
+export const eventSchema = z.discriminatedUnion(
+  "type",
+  Object.values(eventSchemas) as unknown as [
+    (typeof eventSchemas)[EventType],
+    ...(typeof eventSchemas)[EventType][],
+  ],
+);
+
+export const eventsBodySchema = z
+  .object({ events: z.array(eventSchema).min(1).max(1000) })
+  .describe("A batch of changes from the Paperclip server");

@@ -1,0 +1,4 @@
+export * from "./retired-names";
+export * from "./tree";
+export * from "./retire";
+export * from "./leftovers";

@@ -1,0 +1,65 @@
+/**
+ * The rename half of the retire-then-delete protocol (see retired-names.ts), and removal.
+ *
+ * `retire` renames a real directory to a unique sibling; it refuses a symlink, anything that
+ * is not a directory, and (when given) a directory whose device+inode identity is no longer
+ * the one that was checked, so a tree recreated meanwhile at the same path is never taken.
+ * `removeRetired` deletes a retired tree, never through a symlink, and reports the allocated
+ * bytes freed. A failure leaves the retired name in place for a later sweep.
+ */
+import { lstat, rename, rm } from "node:fs/promises";
+import path from "node:path";
+import { retiredName, retiredPrefixOf, type RetiredPrefix } from "./retired-names";
+import { identityOf, sameIdentity, treeStats, type Identity } from "./tree";
+
+export type RetireRefusal = "missing" | "symlink" | "not_a_directory" | "identity_changed";
+
+export class RetireRefused extends Error {
+  constructor(readonly reason: RetireRefusal, readonly target: string) {
+    super(`refusing to retire ${target}: ${reason}`);
+    this.name = "RetireRefused";
+  }
+}
+
+export async function retire(target: string, prefix: RetiredPrefix, expect?: Identity): Promise<string> {
+  let stat;
+  try {
+    stat = await lstat(target);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new RetireRefused("missing", target);
+    throw error;
+  }
+  if (stat.isSymbolicLink()) throw new RetireRefused("symlink", target);
+  if (!stat.isDirectory()) throw new RetireRefused("not_a_directory", target);
+  if (expect && !sameIdentity(expect, { dev: stat.dev, ino: stat.ino })) {
+    throw new RetireRefused("identity_changed", target);
+  }
+  const destination = path.join(path.dirname(target), retiredName(prefix));
+  await rename(target, destination);
+  return destination;
+}
+
+/**
+ * Moves a retired tree back to `original` (undo of `retire`). Refuses when `original`
+ * exists again: a newer tree there wins, and the caller decides what to do with this one.
+ */
+export async function unretire(retired: string, original: string): Promise<boolean> {
+  if ((await identityOf(original)) !== null) return false;
+  await rename(retired, original);
+  return true;
+}
+
+/** Deletes a tree that carries a retired name; returns the allocated bytes it held. */
+export async function removeRetired(retired: string): Promise<number> {
+  if (!retiredPrefixOf(path.basename(retired))) throw new Error(`BUG: ${retired} does not carry a retired name`);
+  const stat = await lstat(retired).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === "ENOENT") return null;
+    throw error;
+  });
+  if (stat === null) return 0;
+  if (stat.isSymbolicLink()) throw new RetireRefused("symlink", retired);
+  const { allocatedBytes } = await treeStats(retired);
+  // fs.rm walks with lstat and unlinks links without following them.
+  await rm(retired, { recursive: true, force: false, maxRetries: 2 });
+  return allocatedBytes;
+}

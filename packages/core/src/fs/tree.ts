@@ -1,0 +1,82 @@
+/**
+ * Reading a tree without ever following a symbolic link: every entry is lstat'ed, links are
+ * counted as links, and a walk never descends through one.
+ */
+import { lstat, readdir } from "node:fs/promises";
+import path from "node:path";
+
+export type EntryKind = "directory" | "file" | "symlink" | "other" | "missing";
+
+export interface Identity {
+  dev: number;
+  ino: number;
+}
+
+export interface TreeStats {
+  /** Allocated bytes (st_blocks x 512), what removal frees; not file sizes. */
+  allocatedBytes: number;
+  /** Newest modification time of any entry, the root included (ms since epoch). */
+  newestMtimeMs: number;
+  entries: number;
+}
+
+export async function entryKind(target: string): Promise<EntryKind> {
+  try {
+    const stat = await lstat(target);
+    if (stat.isSymbolicLink()) return "symlink";
+    if (stat.isDirectory()) return "directory";
+    if (stat.isFile()) return "file";
+    return "other";
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return "missing";
+    throw error;
+  }
+}
+
+export async function identityOf(target: string): Promise<Identity | null> {
+  try {
+    const stat = await lstat(target);
+    return { dev: stat.dev, ino: stat.ino };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw error;
+  }
+}
+
+export function sameIdentity(a: Identity | null, b: Identity | null): boolean {
+  return a !== null && b !== null && a.dev === b.dev && a.ino === b.ino;
+}
+
+/** Walks `root` (which must not be a symlink: its own lstat is counted, never followed). */
+export async function treeStats(root: string, signal?: AbortSignal): Promise<TreeStats> {
+  const rootStat = await lstat(root);
+  const stats: TreeStats = { allocatedBytes: rootStat.blocks * 512, newestMtimeMs: rootStat.mtimeMs, entries: 1 };
+  if (!rootStat.isDirectory()) return stats;
+  const pending = [root];
+  while (pending.length > 0) {
+    signal?.throwIfAborted();
+    const dir = pending.pop()!;
+    let names: string[];
+    try {
+      names = await readdir(dir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") continue;
+      throw error;
+    }
+    for (const name of names) {
+      const full = path.join(dir, name);
+      let stat;
+      try {
+        stat = await lstat(full);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") continue;
+        throw error;
+      }
+      stats.entries += 1;
+      stats.allocatedBytes += stat.blocks * 512;
+      if (stat.mtimeMs > stats.newestMtimeMs) stats.newestMtimeMs = stat.mtimeMs;
+      if (stat.isDirectory()) pending.push(full);
+    }
+  }
+  return stats;
+}

@@ -1,0 +1,55 @@
+/**
+ * What a check tells its report: each entry it looked at, and how it ended. Counting lives
+ * here so every domain reports the same way.
+ */
+import type { ReportEntry } from "../ledger";
+
+/** Report rows keep at most this many entries; counts stay exact beyond it. */
+export const MAX_REPORT_ENTRIES = 2000;
+
+export class BatchReporter {
+  checked = 0;
+  candidates = 0;
+  removed = 0;
+  candidateBytes = 0;
+  reclaimedBytes = 0;
+  readonly skipped: Record<string, number> = {};
+  readonly entries: ReportEntry[] = [];
+  entriesTruncated = false;
+
+  private push(entry: ReportEntry): void {
+    if (this.entries.length < MAX_REPORT_ENTRIES) this.entries.push(entry);
+    else this.entriesTruncated = true;
+  }
+
+  /** An entry was examined (counts toward `checked`). */
+  examined(): void {
+    this.checked += 1;
+  }
+
+  /** An entry is eligible for removal (or would be, in a dry run). */
+  candidate(id: string, bytes: number, extra: Partial<ReportEntry> = {}): void {
+    this.candidates += 1;
+    this.candidateBytes += bytes;
+    this.push({ id, outcome: "candidate", bytes, ...extra });
+  }
+
+  /** A candidate is gone; `bytes` are the allocated bytes actually freed. */
+  removedEntry(id: string, bytes: number, extra: Partial<ReportEntry> = {}): void {
+    this.removed += 1;
+    this.reclaimedBytes += bytes;
+    this.push({ id, outcome: "removed", bytes, ...extra });
+  }
+
+  /** An entry was kept, and why (a stable snake_case reason). */
+  skip(id: string, reason: string, extra: Partial<ReportEntry> = {}): void {
+    this.skipped[reason] = (this.skipped[reason] ?? 0) + 1;
+    this.push({ id, outcome: "skipped", reason, ...extra });
+  }
+
+  /** Removal was attempted and failed; it is retried later. */
+  failed(id: string, reason: string, extra: Partial<ReportEntry> = {}): void {
+    this.skipped[reason] = (this.skipped[reason] ?? 0) + 1;
+    this.push({ id, outcome: "failed", reason, ...extra });
+  }
+}

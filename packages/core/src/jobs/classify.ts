@@ -1,0 +1,24 @@
+/**
+ * Failure classes for a batch. Retryable failures (I/O, a database or Redis that went away)
+ * go back to BullMQ, which retries with backoff; a permanent one, or the last attempt, is
+ * recorded in the report and the domain tries again at its failure-retry deadline.
+ * Low-level error codes are interpreted here and nowhere else.
+ */
+import { UnrecoverableError } from "bullmq";
+import { isReclaimError } from "../errors";
+
+const PERMANENT_CODES = new Set(["RECLAIM_ERR_CONFIG", "RECLAIM_ERR_VALIDATION"]);
+
+export function isPermanent(error: unknown): boolean {
+  if (error instanceof UnrecoverableError) return true;
+  if (isReclaimError(error)) return PERMANENT_CODES.has(error.code);
+  return (error as { permanent?: unknown } | null)?.permanent === true;
+}
+
+export function describeError(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return typeof code === "string" ? `${code}: ${error.message}` : error.message;
+  }
+  return String(error);
+}

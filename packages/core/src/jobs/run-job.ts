@@ -1,0 +1,179 @@
+/**
+ * One job, start to finish (the BullMQ processor of every domain calls this):
+ *
+ *   claim    the ledger rows due now (deadline jobs)
+ *   prepare  domain phase 1, outside any lock
+ *   apply    domain phase 2, in a Prisma interactive transaction holding the company lock
+ *   finish   domain phase 3, after commit
+ *   settle   one transaction: consume the claim, record the computed deadlines, insert the
+ *            report row
+ *
+ * A retryable failure before the last attempt is rethrown with nothing consumed, so BullMQ's
+ * retry (or another worker, if this one dies) repeats the same job; checks are idempotent.
+ * On the last attempt, or a permanent failure, the report records the error and the domain's
+ * failure-retry deadline (15 minutes) is requested instead.
+ */
+import { UnrecoverableError } from "bullmq";
+import type { Clock } from "../clock";
+import { MINUTE_MS } from "../clock";
+import type { Env } from "../config";
+import { domainLockNamespace, lock, type Db } from "../db";
+import type { AnyDomain, DeadlineSink, DomainControls, JobContext } from "../domains/types";
+import type { DomainId } from "../domains/ids";
+import type { FaultPoints } from "../faults";
+import {
+  claimDue,
+  companyIdOf,
+  consumeClaimed,
+  insertReport,
+  keyOf,
+  requestDeadlines,
+  type BatchReport,
+  type DeadlineRequest,
+  type LedgerKey,
+} from "../ledger";
+import type { Logger } from "../logging";
+import type { DeadlineQueues, ReclaimJobData } from "../queue";
+import { BatchReporter } from "./batch-reporter";
+import { ledgerCursors, sweepCursors } from "./cursors";
+import { describeError, isPermanent } from "./classify";
+
+export const DEFAULT_FAILURE_RETRY_MS = 15 * MINUTE_MS;
+
+export interface JobRunnerDeps {
+  db: Db;
+  queues: DeadlineQueues;
+  clock: Clock;
+  instanceRoot: string;
+  log: Logger;
+  faults: FaultPoints;
+  /** Domain configs as this process read them at start. */
+  configs: ReadonlyMap<DomainId, DomainControls>;
+  domains: ReadonlyMap<DomainId, AnyDomain>;
+  /** Called with every stored report (callback delivery). */
+  onReport?: (report: BatchReport) => Promise<void>;
+}
+
+export interface JobInput {
+  id: string;
+  data: ReclaimJobData;
+  /** Attempts already made before this one. */
+  attemptsMade: number;
+  attempts: number;
+  signal: AbortSignal;
+}
+
+class Deadlines implements DeadlineSink {
+  private readonly requests: DeadlineRequest[] = [];
+  constructor(private readonly domain: DomainId, private readonly scope: string) {}
+  at(reason: string, dueAt: Date, scope = this.scope): void {
+    this.requests.push({ domain: this.domain, scope, reason, dueAt });
+  }
+  list(): DeadlineRequest[] {
+    return this.requests;
+  }
+}
+
+export function configOf(domain: AnyDomain, env: Env): DomainControls {
+  return domain.readConfig(env);
+}
+
+export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<BatchReport> {
+  const { db, clock } = deps;
+  const domainId = input.data.domain as DomainId;
+  const domain = deps.domains.get(domainId);
+  const config = deps.configs.get(domainId);
+  if (!domain || !config) throw new UnrecoverableError(`domain ${input.data.domain} is not served by this worker`);
+
+  const key: LedgerKey = { domain: domainId, scope: input.data.scope };
+  const startedAt = clock.now();
+  const claimed = input.data.kind === "deadline" ? await claimDue(db, key, startedAt) : [];
+  const report = new BatchReporter();
+  const deadlines = new Deadlines(domainId, key.scope);
+  const namespace = domain.lockNamespace ?? domainLockNamespace(domainId);
+  const cursors = input.data.kind === "sweep" ? sweepCursors(input.data.cursor) : ledgerCursors(db, key, clock);
+  const log = deps.log.child({ domain: domainId, companyId: companyIdOf(key.scope), jobId: input.id });
+
+  const ctx: JobContext = {
+    domain: domainId,
+    scope: key.scope,
+    companyId: companyIdOf(key.scope),
+    kind: input.data.kind,
+    jobId: input.id,
+    config,
+    dryRun: config.dryRun || input.data.dryRun === true,
+    clock,
+    startedAt,
+    db,
+    instanceRoot: deps.instanceRoot,
+    claimed,
+    signal: input.signal,
+    report,
+    deadlines,
+    log,
+    faults: deps.faults,
+    readCursor: cursors.read,
+    writeCursor: cursors.write,
+    locked: (fn) =>
+      db.$transaction(async (tx) => {
+        await lock(tx, namespace, key.scope);
+        return fn(tx);
+      }),
+  };
+
+  let error: string | null = null;
+  try {
+    const prepared = domain.prepare ? await domain.prepare(ctx) : undefined;
+    const applied = await ctx.locked((tx) => domain.apply(ctx, tx, prepared));
+    if (domain.finish) await domain.finish(ctx, applied);
+  } catch (failure) {
+    const lastAttempt = input.attemptsMade + 1 >= input.attempts;
+    if (!lastAttempt && !isPermanent(failure)) throw failure;
+    error = describeError(failure);
+    deadlines.at("retry", new Date(startedAt.getTime() + (domain.failureRetryMs ?? DEFAULT_FAILURE_RETRY_MS)));
+    log.error("batch failed", { error: failure });
+  }
+
+  const finishedAt = clock.now();
+  const stored = await db.$transaction(async (tx) => {
+    await consumeClaimed(tx, key, claimed);
+    await requestDeadlines(tx, deadlines.list(), finishedAt);
+    return insertReport(tx, {
+      jobId: input.id,
+      domain: domainId,
+      scope: key.scope,
+      dryRun: ctx.dryRun,
+      checked: report.checked,
+      candidates: report.candidates,
+      removed: report.removed,
+      candidateBytes: report.candidateBytes,
+      reclaimedBytes: report.reclaimedBytes,
+      skipped: report.skipped,
+      entries: report.entries,
+      error,
+      nextCursor: cursors.token(),
+      cancelled: input.signal.aborted,
+      startedAt,
+      finishedAt,
+    });
+  });
+
+  // Other keys can be scheduled now. This job's own key is still held by the active job
+  // (same id) and is synced by the worker once BullMQ has finished it.
+  const own = keyOf(key);
+  const others = new Map<string, LedgerKey>();
+  for (const d of deadlines.list()) {
+    const k = { domain: d.domain, scope: d.scope };
+    if (input.data.kind === "sweep" || keyOf(k) !== own) others.set(keyOf(k), k);
+  }
+  for (const k of others.values()) deps.queues.syncSoon(k);
+
+  const { entries: _entries, ...summary } = stored;
+  log.info("job.finished", { event: "reclaim.batch", kind: input.data.kind, reasons: claimed.map((c) => c.reason), ...summary, nextDeadlines: deadlines.list() });
+  if (deps.onReport) {
+    // Delivery is the callback queue's job (retried with backoff); it never fails the batch.
+    await deps.onReport(stored).catch((failure: unknown) => log.warn("report callback not queued", { error: failure }));
+  }
+  if (error !== null) throw new UnrecoverableError(error);
+  return stored;
+}

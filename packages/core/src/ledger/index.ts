@@ -1,0 +1,4 @@
+export * from "./scope";
+export * from "./deadlines";
+export * from "./cursors";
+export * from "./reports";

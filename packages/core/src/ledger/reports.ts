@@ -1,0 +1,132 @@
+/**
+ * Batch reports (table reclaim_batch_reports): what one job checked, found and removed. The
+ * same report is the job's return value, the body of the optional callback, and one
+ * structured log line. Bytes are allocated bytes (st_blocks), not file sizes.
+ */
+import type { Db, Tx } from "../db";
+import { companyIdOf, scopeOf, type Scope } from "./scope";
+
+export type EntryOutcome = "candidate" | "removed" | "kept" | "skipped" | "failed";
+
+/** One entry a check looked at: a folder, a cache version, a restore point... */
+export interface ReportEntry {
+  /** Path relative to the instance root, or a row id. */
+  id: string;
+  outcome: EntryOutcome;
+  reason?: string;
+  bytes?: number;
+  companyId?: string | null;
+}
+
+export interface BatchReport {
+  id: string;
+  jobId: string;
+  domain: string;
+  companyId: string | null;
+  dryRun: boolean;
+  checked: number;
+  candidates: number;
+  removed: number;
+  candidateBytes: number;
+  reclaimedBytes: number;
+  skipped: Record<string, number>;
+  error: string | null;
+  /** The batch stopped between entries because it was cancelled or the worker shut down. */
+  cancelled: boolean;
+  /** Requested sweeps: pass back as `cursor` to continue where this one stopped. */
+  nextCursor: string | null;
+  startedAt: string;
+  finishedAt: string;
+  entries?: ReportEntry[];
+}
+
+export interface NewReport {
+  jobId: string;
+  domain: string;
+  scope: Scope;
+  dryRun: boolean;
+  checked: number;
+  candidates: number;
+  removed: number;
+  candidateBytes: number;
+  reclaimedBytes: number;
+  skipped: Record<string, number>;
+  entries: ReportEntry[];
+  error: string | null;
+  nextCursor: string | null;
+  cancelled: boolean;
+  startedAt: Date;
+  finishedAt: Date;
+}
+
+type ReportRow = Awaited<ReturnType<Db["reclaimBatchReport"]["create"]>>;
+
+export function toBatchReport(row: ReportRow, withEntries = false): BatchReport {
+  const report: BatchReport = {
+    id: row.id,
+    jobId: row.jobId,
+    domain: row.domain,
+    companyId: companyIdOf(row.companyId),
+    dryRun: row.dryRun,
+    checked: row.checked,
+    candidates: row.candidates,
+    removed: row.removed,
+    candidateBytes: Number(row.candidateBytes),
+    reclaimedBytes: Number(row.reclaimedBytes),
+    skipped: row.skipped as Record<string, number>,
+    error: row.error,
+    cancelled: row.cancelled,
+    nextCursor: row.nextCursor,
+    startedAt: row.startedAt.toISOString(),
+    finishedAt: row.finishedAt.toISOString(),
+  };
+  if (withEntries) report.entries = row.entries as unknown as ReportEntry[];
+  return report;
+}
+
+export async function insertReport(tx: Tx | Db, report: NewReport): Promise<BatchReport> {
+  const row = await tx.reclaimBatchReport.create({
+    data: {
+      jobId: report.jobId,
+      domain: report.domain,
+      companyId: report.scope,
+      dryRun: report.dryRun,
+      checked: report.checked,
+      candidates: report.candidates,
+      removed: report.removed,
+      candidateBytes: BigInt(report.candidateBytes),
+      reclaimedBytes: BigInt(report.reclaimedBytes),
+      skipped: report.skipped,
+      entries: report.entries as object[],
+      error: report.error,
+      nextCursor: report.nextCursor,
+      cancelled: report.cancelled,
+      startedAt: report.startedAt,
+      finishedAt: report.finishedAt,
+    },
+  });
+  return toBatchReport(row, true);
+}
+
+export interface ReportQuery {
+  domain?: string;
+  companyId?: string | null;
+  limit: number;
+}
+
+export async function listReports(db: Db, query: ReportQuery): Promise<BatchReport[]> {
+  const rows = await db.reclaimBatchReport.findMany({
+    where: {
+      ...(query.domain ? { domain: query.domain } : {}),
+      ...(query.companyId !== undefined ? { companyId: scopeOf(query.companyId) } : {}),
+    },
+    orderBy: [{ finishedAt: "desc" }, { id: "desc" }],
+    take: query.limit,
+  });
+  return rows.map((row) => toBatchReport(row));
+}
+
+export async function latestReportOfJob(db: Db, jobId: string): Promise<BatchReport | null> {
+  const row = await db.reclaimBatchReport.findFirst({ where: { jobId }, orderBy: { finishedAt: "desc" } });
+  return row ? toBatchReport(row, true) : null;
+}

@@ -1,0 +1,26 @@
+import { Redis, type RedisOptions } from "ioredis";
+
+/**
+ * A Redis connection for BullMQ. `maxRetriesPerRequest: null` is what BullMQ workers
+ * require: a command waits for Redis to come back instead of failing the job.
+ */
+export function createRedis(url: string, options: RedisOptions = {}): Redis {
+  return new Redis(url, { maxRetriesPerRequest: null, enableReadyCheck: true, ...options });
+}
+
+/**
+ * Calls `fn` every time the connection becomes ready again after it was lost (a Redis
+ * restart, a failover). Redis here keeps nothing on disk, so a restart empties the queues;
+ * the caller rebuilds them from the ledger. Event driven: nothing polls.
+ */
+export function onReconnect(redis: Redis, fn: () => void): void {
+  let lost = false;
+  redis.on("close", () => {
+    lost = true;
+  });
+  redis.on("ready", () => {
+    if (!lost) return;
+    lost = false;
+    fn();
+  });
+}

@@ -1,0 +1,164 @@
+/**
+ * Keeps BullMQ in step with the deadline ledger.
+ *
+ * For every (domain, scope) with rows in the ledger there is at most one pending BullMQ job,
+ * id `deadlineJobId(key)`, delayed until the earliest row is due:
+ *  - no job (or only a finished one): add it with that delay;
+ *  - a delayed job due later: move it earlier (`changeDelay`); never later;
+ *  - waiting or active: nothing; the worker syncs the key again when the job finishes,
+ *    and rows touched while it ran survive its consumption (ledger/deadlines.ts);
+ *  - no rows: a delayed job is removed (nothing due means nothing scheduled).
+ * Each sync holds the ledger key's advisory lock across the ledger read and the Redis calls,
+ * so schedulers and workers in any number of processes never race one another.
+ */
+import { Queue, type JobsOptions } from "bullmq";
+import type { Redis } from "ioredis";
+import type { Clock } from "../clock";
+import { lock, LOCK_NAMESPACES, type Db } from "../db";
+import {
+  earliestDue,
+  keyOf,
+  requestDeadlines,
+  scheduledKeys,
+  type DeadlineRequest,
+  type LedgerKey,
+} from "../ledger";
+import { deadlineJobId, queueName, sweepJobId, type ReclaimJobData } from "./names";
+
+export interface DeadlineQueuesOptions {
+  db: Db;
+  redis: Redis;
+  prefix: string;
+  clock: Clock;
+  /** Attempts for retryable failures (RECLAIM_JOB_ATTEMPTS). */
+  attempts: number;
+}
+
+const SWEEP_RETENTION = { age: 7 * 24 * 3600, count: 1000 };
+
+export class DeadlineQueues {
+  private readonly queues = new Map<string, Queue<ReclaimJobData>>();
+  private closed = false;
+
+  constructor(private readonly options: DeadlineQueuesOptions) {}
+
+  queue(domain: string): Queue<ReclaimJobData> {
+    let queue = this.queues.get(domain);
+    if (!queue) {
+      queue = new Queue<ReclaimJobData>(queueName(domain), {
+        connection: this.options.redis,
+        prefix: this.options.prefix,
+      });
+      this.queues.set(domain, queue);
+    }
+    return queue;
+  }
+
+  private jobOptions(): JobsOptions {
+    return {
+      attempts: this.options.attempts,
+      backoff: { type: "exponential", delay: 5000 },
+      // The report row is the record; a finished job must free its id for the next deadline.
+      removeOnComplete: true,
+      removeOnFail: true,
+    };
+  }
+
+  /** Records deadlines and schedules their jobs. */
+  async request(requests: DeadlineRequest[]): Promise<void> {
+    if (requests.length === 0) return;
+    await requestDeadlines(this.options.db, requests, this.options.clock.now());
+    const keys = new Map<string, LedgerKey>();
+    for (const r of requests) keys.set(keyOf(r), { domain: r.domain, scope: r.scope });
+    for (const key of keys.values()) await this.sync(key);
+  }
+
+  /** Makes the queue hold exactly the job the ledger asks for (see the header). */
+  async sync(key: LedgerKey): Promise<void> {
+    const { db, clock } = this.options;
+    await db.$transaction(
+      async (tx) => {
+        await lock(tx, LOCK_NAMESPACES.ledger, keyOf(key));
+        const due = await earliestDue(tx, key);
+        const queue = this.queue(key.domain);
+        const jobId = deadlineJobId(key);
+        const job = await queue.getJob(jobId);
+        const state = job ? await job.getState() : "missing";
+        if (!due) {
+          if (job && state === "delayed") await job.remove();
+          return;
+        }
+        const delay = Math.max(0, due.getTime() - clock.now().getTime());
+        const data: ReclaimJobData = { kind: "deadline", domain: key.domain, scope: key.scope, dueAt: due.toISOString() };
+        if (!job || state === "missing" || state === "unknown") {
+          await queue.add(key.domain, data, { ...this.jobOptions(), jobId, delay });
+        } else if (state === "completed" || state === "failed") {
+          await job.remove();
+          await queue.add(key.domain, data, { ...this.jobOptions(), jobId, delay });
+        } else if (state === "delayed") {
+          const scheduled = job.data.dueAt ? Date.parse(job.data.dueAt) : Number.POSITIVE_INFINITY;
+          if (due.getTime() < scheduled) {
+            try {
+              await job.changeDelay(delay);
+              await job.updateData(data);
+            } catch {
+              // Promoted to waiting meanwhile: it runs now, which is at least as early.
+            }
+          }
+        }
+        // waiting, prioritized, active: runs soon; the finishing worker syncs again.
+      },
+      { timeout: 30_000 },
+    );
+  }
+
+  /**
+   * `sync`, retried with backoff (1 s doubling to 60 s) while it fails, for callers that
+   * cannot wait or fail: the end of a job, a reconnect. The ledger row is already durable;
+   * this only makes the queue catch up once PostgreSQL and Redis answer again.
+   */
+  syncSoon(key: LedgerKey, onError?: (error: unknown) => void, attempt = 0): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return this.sync(key).catch((error: unknown) => {
+      onError?.(error);
+      const delay = Math.min(60_000, 1000 * 2 ** attempt);
+      return new Promise<void>((resolve) => {
+        const timer = setTimeout(() => resolve(this.syncSoon(key, onError, attempt + 1)), delay);
+        timer.unref();
+      });
+    });
+  }
+
+  /**
+   * Rebuilds every missing job from the ledger (scheduler start, worker start, Redis back
+   * after a restart). Returns how many keys were synced.
+   */
+  async reconcile(domains?: string[]): Promise<number> {
+    const keys = await scheduledKeys(this.options.db, domains);
+    for (const key of keys) await this.sync(key);
+    return keys.length;
+  }
+
+  /** A requested sweep: its own job, with its own id, outside the deadline protocol. */
+  async enqueueSweep(key: LedgerKey, dryRun: boolean, cursor?: string): Promise<string> {
+    const jobId = sweepJobId(key);
+    await this.queue(key.domain).add(
+      key.domain,
+      { kind: "sweep", domain: key.domain, scope: key.scope, dryRun, ...(cursor ? { cursor } : {}) },
+      {
+        jobId,
+        attempts: this.options.attempts,
+        backoff: { type: "exponential", delay: 5000 },
+        removeOnComplete: SWEEP_RETENTION,
+        removeOnFail: SWEEP_RETENTION,
+      },
+    );
+    return jobId;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.queues.values()].map((q) => q.close()));
+    this.queues.clear();
+  }
+}

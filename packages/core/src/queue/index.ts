@@ -1,0 +1,3 @@
+export * from "./names";
+export * from "./connection";
+export * from "./deadline-queues";

@@ -1,0 +1,33 @@
+/**
+ * Queue and job naming. One BullMQ queue per domain. A deadline job's id is derived from its
+ * domain and scope only, so BullMQ itself refuses a second pending job for the same pair;
+ * BullMQ ids must not contain ':' (its key separator), so the parts are joined with "--".
+ */
+import { randomUUID } from "node:crypto";
+import type { LedgerKey } from "../ledger";
+
+export function queueName(domain: string): string {
+  return `reclaim-${domain}`;
+}
+
+export function deadlineJobId(key: LedgerKey): string {
+  return `${key.domain}--${key.scope}`;
+}
+
+export function sweepJobId(key: LedgerKey): string {
+  return `sweep--${key.domain}--${key.scope}--${randomUUID()}`;
+}
+
+export type JobKind = "deadline" | "sweep";
+
+export interface ReclaimJobData {
+  kind: JobKind;
+  domain: string;
+  scope: string;
+  /** Deadline jobs: the ledger due time this job was (re)scheduled for, ISO. */
+  dueAt?: string;
+  /** Sweeps: report only, change nothing. */
+  dryRun?: boolean;
+  /** Sweeps: continue a previous sweep from its report's `nextCursor`. */
+  cursor?: string;
+}
