@@ -4,7 +4,7 @@
  */
 import { CALLBACK_QUEUE, ReclaimError } from "@reclaim/core";
 import { Queue } from "bullmq";
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import { authHook } from "./auth";
 import { registerDashboard } from "./dashboard";
 import type { ApiDeps } from "./deps";
@@ -38,7 +38,17 @@ export interface AppOptions {
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { deps } = options;
-  const app = Fastify({ logger: false, bodyLimit: BODY_LIMIT_BYTES, return503OnClosing: true });
+  const app = Fastify({
+    logger: false,
+    bodyLimit: BODY_LIMIT_BYTES,
+    return503OnClosing: true,
+    routerOptions: { maxParamLength: 300 },
+    // Errors the router raises before any handler (bad URL encoding, over-long params).
+    frameworkErrors: (error, _request, reply) => {
+      const mapped = new ReclaimError("RECLAIM_ERR_VALIDATION", { message: error.message });
+      void (reply as unknown as FastifyReply).code(mapped.status).send(mapped.toBody());
+    },
+  });
   installErrorHandling(app, deps.log);
   app.addHook("onRequest", authHook(options.token));
 

@@ -66,7 +66,15 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
   const redis = createRedis(service.redisUrl);
   const queues = new DeadlineQueues({ db, redis, prefix: service.queuePrefix, clock, attempts: service.jobAttempts });
   const callbacks = service.callbackUrl ? new ReportCallbacks(redis, service.queuePrefix) : null;
-  const cancellation = new CancellationListener(redis.duplicate(), cancelChannel(service.queuePrefix));
+  // Every connection this service opens, so stop() closes them all (BullMQ leaves a
+  // connection it was handed open).
+  const connections = [redis];
+  const connection = () => {
+    const c = redis.duplicate();
+    connections.push(c);
+    return c;
+  };
+  const cancellation = new CancellationListener(connection(), cancelChannel(service.queuePrefix));
   const shutdown = new AbortController();
   const workers: Worker[] = [];
 
@@ -117,7 +125,7 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
             }
           },
           {
-            connection: redis.duplicate(),
+            connection: connection(),
             prefix: service.queuePrefix,
             concurrency: workerConfig.concurrency,
             lockDuration: service.jobLockMs,
@@ -131,7 +139,8 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
         workers.push(worker);
       }
       if (callbacks && service.callbackUrl) {
-        workers.push(callbacks.deliverer({ url: service.callbackUrl, secret: service.callbackSecret ?? env.RECLAIM_API_TOKEN ?? "" }, log));
+        const target = { url: service.callbackUrl, secret: service.callbackSecret ?? env.RECLAIM_API_TOKEN ?? "" };
+        workers.push(callbacks.deliverer(target, connection(), log));
       }
       onReconnect(redis, () => void reconcile("redis reconnected"));
       await reconcile("start");
@@ -142,13 +151,15 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
       log.info("worker stopping: finishing active jobs");
       const soft = setTimeout(() => shutdown.abort(new Error("shutting down")), workerConfig.shutdownTimeoutMs / 2);
       const closing = Promise.all(workers.map((w) => w.close()));
-      const hard = new Promise<void>((resolve) => setTimeout(resolve, workerConfig.shutdownTimeoutMs).unref());
+      let hardTimer: NodeJS.Timeout | undefined;
+      const hard = new Promise<void>((resolve) => (hardTimer = setTimeout(resolve, workerConfig.shutdownTimeoutMs)));
       await Promise.race([closing, hard]);
       clearTimeout(soft);
+      clearTimeout(hardTimer);
       await queues.close();
       await callbacks?.close();
       await cancellation.stop();
-      await redis.quit().catch(() => redis.disconnect());
+      await Promise.all(connections.map((c) => c.quit().catch(() => c.disconnect())));
       await db.$disconnect();
       log.info("worker stopped");
     },

@@ -1,2 +1,5 @@
 export * from "./postgres";
 export * from "./redis";
+export * from "./wait";
+export * from "./files";
+export * from "./stack";

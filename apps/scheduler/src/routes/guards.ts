@@ -24,7 +24,7 @@ export function enabledDomain(deps: ApiDeps, id: string, field = "domain"): { do
   return { domain, config };
 }
 
-/** The domain a job id belongs to (`<domain>--<scope>` or `sweep--<domain>--<scope>--<uuid>`). */
+/** The domain a job id belongs to (`<domain>--<scope>` or `sweep--<domain>--<uuid>`). */
 export function domainOfJobId(jobId: string): DomainId | null {
   const parts = jobId.split("--");
   const candidate = parts[0] === "sweep" ? parts[1] : parts[0];

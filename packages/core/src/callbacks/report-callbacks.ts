@@ -41,7 +41,7 @@ export class ReportCallbacks {
   }
 
   /** The delivering worker (runs in worker processes). */
-  deliverer(target: CallbackTarget, log: Logger): Worker<BatchReport> {
+  deliverer(target: CallbackTarget, connection: Redis, log: Logger): Worker<BatchReport> {
     return new Worker<BatchReport>(
       CALLBACK_QUEUE,
       async (job) => {
@@ -55,7 +55,7 @@ export class ReportCallbacks {
         if (!response.ok) throw new Error(`callback answered ${response.status}`);
         log.debug("report delivered", { reportId: job.data.id, attempt: job.attemptsMade + 1 });
       },
-      { connection: this.redis.duplicate(), prefix: this.prefix, concurrency: 4 },
+      { connection, prefix: this.prefix, concurrency: 4 },
     );
   }
 

@@ -14,8 +14,9 @@ export function deadlineJobId(key: LedgerKey): string {
   return `${key.domain}--${key.scope}`;
 }
 
+/** A requested sweep has its own id (its scope travels in the job data). */
 export function sweepJobId(key: LedgerKey): string {
-  return `sweep--${key.domain}--${key.scope}--${randomUUID()}`;
+  return `sweep--${key.domain}--${randomUUID()}`;
 }
 
 export type JobKind = "deadline" | "sweep";

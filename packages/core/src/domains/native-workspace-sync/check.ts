@@ -14,14 +14,16 @@
 import path from "node:path";
 import { MINUTE_MS } from "../../clock";
 import { LOCK_NAMESPACES, tryLock, type Tx } from "../../db";
+import { sameIdentity } from "../../fs";
 import { finishInterruptedDeletes, removeRetired, retire, RetireRefused } from "../../fs";
+import { surveyFolder } from "./survey";
 import { INSTANCE_SCOPE } from "../../ledger";
 import { recordedProcessIsLive } from "../../process/liveness";
 import type { JobContext } from "../types";
 import { LIMITS, SYNC_DIR, type NativeWorkspaceSyncConfig } from "./config";
 import { runOwners, runStates } from "./queries";
 import { judgeFolder } from "./rules";
-import { listRunFolderNames, surveyFolder, type FolderSurvey } from "./survey";
+import { listRunFolderNames, type FolderSurvey } from "./survey";
 
 type Ctx = JobContext<NativeWorkspaceSyncConfig>;
 
@@ -135,13 +137,23 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
       ctx.deadlines.at("retry", later(ctx, RETRY_MS));
       continue;
     }
-    const verdict = judgeFolder(folder.stats, run, judge);
+    let verdict = judgeFolder(folder.stats, run, judge);
+    // The survey ran before the lock; a writer holding the lock may have touched the folder
+    // since. Read it again now that nobody else can, and judge what is there.
+    const now = verdict.remove ? await surveyFolder(prepared.root, folder.name) : folder;
+    if (verdict.remove && (now.stats === null || !sameIdentity(now.identity, folder.identity))) {
+      ctx.report.skip(id, "folder_changed", { companyId });
+      ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+      continue;
+    }
+    if (verdict.remove) verdict = judgeFolder(now.stats!, run, judge);
+    const bytes = now.stats!.allocatedBytes;
     if (!verdict.remove) {
-      ctx.report.skip(id, verdict.reason, { companyId, bytes: folder.stats.allocatedBytes });
+      ctx.report.skip(id, verdict.reason, { companyId, bytes });
       ctx.deadlines.at("retention", verdict.recheckAt);
       continue;
     }
-    ctx.report.candidate(id, folder.stats.allocatedBytes, { companyId, reason: verdict.because });
+    ctx.report.candidate(id, bytes, { companyId, reason: verdict.because });
     if (ctx.dryRun) continue;
     try {
       const to = await retire(folder.path, ".expired", folder.identity ?? undefined);
