@@ -2,7 +2,7 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { daysAgo, waitFor, writeTree, type Stack } from "@reclaim/testkit";
-import type { Prisma } from "@reclaim/core";
+import type { BatchReport, Prisma, ReportEntry } from "@reclaim/core";
 
 export const DOMAIN = "native-workspace-sync";
 
@@ -67,18 +67,7 @@ export async function sweep(stack: Stack, companyId: string | null, body: Record
     },
     { what: `sweep ${jobId}` },
   );
-  return done.report as {
-    checked: number;
-    candidates: number;
-    removed: number;
-    candidateBytes: number;
-    reclaimedBytes: number;
-    skipped: Record<string, number>;
-    entries: { id: string; outcome: string; reason?: string; bytes?: number }[];
-    nextCursor: string | null;
-    error: string | null;
-    dryRun: boolean;
-  };
+  return done.report as BatchReport & { entries: ReportEntry[] };
 }
 
 export function reasonOf(report: Awaited<ReturnType<typeof sweep>>, runId: string): string | undefined {
