@@ -21,6 +21,8 @@ export interface StackOptions {
   log?: Logger;
   /** Start the worker service (default true). */
   worker?: boolean;
+  /** Runs after the database and instance root exist, before the scheduler starts. */
+  seed?: (ctx: { instanceRoot: string; db: Db }) => Promise<void>;
 }
 
 export interface ApiResponse {
@@ -42,6 +44,8 @@ export interface Stack {
   /** Reports of `domain` (newest first) once `enough` accepts them. */
   waitForReports(domain: string, enough: (reports: BatchReport[]) => boolean, timeoutMs?: number): Promise<BatchReport[]>;
   startWorker(options?: Pick<StackOptions, "faults" | "env">): Promise<WorkerService>;
+  /** Resolves when no domain queue has a waiting or active job (delayed ones may remain). */
+  idle(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -53,8 +57,10 @@ export function stackEnv(database: TestDatabase, prefix: string, instanceRoot: s
     RECLAIM_QUEUE_PREFIX: prefix,
     RECLAIM_API_TOKEN: TEST_TOKEN,
     PAPERCLIP_INSTANCE_ROOT: instanceRoot,
-    RECLAIM_JOB_LOCK_MS: "2000",
-    RECLAIM_STALLED_INTERVAL_MS: "1000",
+    // Short enough that a killed worker's job is retried within a test, long enough that a
+    // loaded two-core machine never lets a live job's lock lapse (a duplicate run).
+    RECLAIM_JOB_LOCK_MS: "10000",
+    RECLAIM_STALLED_INTERVAL_MS: "5000",
     RECLAIM_SHUTDOWN_TIMEOUT_MS: "10000",
     RECLAIM_LOG_LEVEL: "error",
     ...extra,
@@ -68,6 +74,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const env = stackEnv(database, prefix, root.path, options.env);
   const log = options.log ?? silentLogger;
   const db = createDb(database.url, { max: 4 });
+  if (options.seed) await options.seed({ instanceRoot: root.path, db });
   const scheduler = await createScheduler({ env, clock: options.clock, log });
   const workers: WorkerService[] = [];
 
@@ -84,6 +91,19 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   };
   const worker = options.worker === false ? null : await startWorker();
   await scheduler.started;
+  const idle = () =>
+    waitFor(
+      async () => {
+        for (const id of scheduler.deps.domains.keys()) {
+          const c = await scheduler.deps.queues.queue(id).getJobCounts("waiting", "prioritized", "active");
+          if ((c.waiting ?? 0) + (c.prioritized ?? 0) + (c.active ?? 0) > 0) return false;
+        }
+        return true;
+      },
+      { what: "idle queues" },
+    ).then(() => undefined);
+  // Start-up checks run before a test begins, so they never race its fixtures.
+  if (worker) await idle();
 
   return {
     env,
@@ -94,6 +114,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     scheduler,
     worker,
     startWorker,
+    idle,
     async api(method, url, body, { token = TEST_TOKEN } = {}) {
       const response = await scheduler.app.inject({
         method,

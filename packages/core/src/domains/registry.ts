@@ -9,3 +9,10 @@ import type { AnyDomain } from "./types";
 export const IMPLEMENTED_DOMAINS: readonly AnyDomain[] = [nativeWorkspaceSync];
 
 export const domainRegistry: ReadonlyMap<DomainId, AnyDomain> = new Map(IMPLEMENTED_DOMAINS.map((d) => [d.id, d]));
+
+/** A domain's controls as `env` sets them (throws a ConfigError naming a bad variable). */
+export function readConfigOf(id: DomainId, env: Record<string, string | undefined>) {
+  const domain = domainRegistry.get(id);
+  if (!domain) throw new Error(`BUG: ${id} is not implemented`);
+  return domain.readConfig(env);
+}

@@ -135,9 +135,18 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
   }
 
   const finishedAt = clock.now();
+  // A requested sweep continues through its cursor, not the ledger, and a dry run (a
+  // diagnosis) schedules nothing: only real work it left behind (a retry, a recheck) is
+  // recorded for the deadline jobs.
+  const toRecord =
+    input.data.kind === "deadline"
+      ? deadlines.list()
+      : ctx.dryRun
+        ? []
+        : deadlines.list().filter((d) => d.reason !== "continue");
   const stored = await db.$transaction(async (tx) => {
     await consumeClaimed(tx, key, claimed);
-    await requestDeadlines(tx, deadlines.list(), finishedAt);
+    await requestDeadlines(tx, toRecord, finishedAt);
     return insertReport(tx, {
       jobId: input.id,
       domain: domainId,
@@ -162,14 +171,14 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
   // (same id) and is synced by the worker once BullMQ has finished it.
   const own = keyOf(key);
   const others = new Map<string, LedgerKey>();
-  for (const d of deadlines.list()) {
+  for (const d of toRecord) {
     const k = { domain: d.domain, scope: d.scope };
     if (input.data.kind === "sweep" || keyOf(k) !== own) others.set(keyOf(k), k);
   }
   for (const k of others.values()) deps.queues.syncSoon(k);
 
   const { entries: _entries, ...summary } = stored;
-  log.info("job.finished", { event: "reclaim.batch", kind: input.data.kind, reasons: claimed.map((c) => c.reason), ...summary, nextDeadlines: deadlines.list() });
+  log.info("job.finished", { event: "reclaim.batch", kind: input.data.kind, reasons: claimed.map((c) => c.reason), ...summary, nextDeadlines: toRecord });
   if (deps.onReport) {
     // Delivery is the callback queue's job (retried with backoff); it never fails the batch.
     await deps.onReport(stored).catch((failure: unknown) => log.warn("report callback not queued", { error: failure }));

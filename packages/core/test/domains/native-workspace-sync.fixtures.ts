@@ -6,12 +6,14 @@ import type { BatchReport, Prisma, ReportEntry } from "@reclaim/core";
 
 export const DOMAIN = "native-workspace-sync";
 
-export function syncRoot(stack: Stack): string {
+type Instance = Pick<Stack, "instanceRoot">;
+
+export function syncRoot(stack: Instance): string {
   return path.join(stack.instanceRoot, "native-workspace-sync");
 }
 
 /** A sync folder with a descriptor, a manifest and a seed archive, all `ageDays` old. */
-export async function makeFolder(stack: Stack, runId: string, ageDays = 10, seedBytes = 64 * 1024): Promise<string> {
+export async function makeFolder(stack: Instance, runId: string, ageDays = 10, seedBytes = 64 * 1024): Promise<string> {
   const dir = path.join(syncRoot(stack), runId);
   await writeTree(
     dir,
@@ -31,7 +33,7 @@ export interface RunFixture {
   process?: { pid: number | null; processGroupId?: number | null; startedAt: Date | null };
 }
 
-export async function insertRun(stack: Stack, fixture: RunFixture): Promise<string> {
+export async function insertRun(stack: Pick<Stack, "db">, fixture: RunFixture): Promise<string> {
   const id = fixture.id ?? randomUUID();
   const ref = fixture.syncRef;
   const snapshot: Prisma.InputJsonValue | undefined =

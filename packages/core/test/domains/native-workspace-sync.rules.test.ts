@@ -213,6 +213,7 @@ describe("a recorded process", () => {
   let child: ChildProcess;
   beforeAll(() => {
     child = spawn("sleep", ["300"], { detached: true, stdio: "ignore" });
+    child.unref();
   });
   afterAll(() => {
     child.kill("SIGKILL");

@@ -74,7 +74,11 @@ export function judgeFolder(folder: FolderFacts, run: RunState | null, judge: Ju
     recheckAt: new Date(at),
   });
 
-  if (folder.newestMtimeMs > cutoff) return keep("folder_recently_modified", folder.newestMtimeMs + judge.windowMs);
+  if (folder.newestMtimeMs > cutoff) {
+    // Look again when both clocks have run out, not just the folder's.
+    const finished = run?.finished_at && SETTLED_STATUSES.has(run.status) ? run.finished_at.getTime() : 0;
+    return keep("folder_recently_modified", Math.max(folder.newestMtimeMs, finished) + judge.windowMs);
+  }
   if (run === null) return { remove: true, because: "no_run" };
 
   if (!SETTLED_STATUSES.has(run.status)) return keep("run_not_settled");
