@@ -15,7 +15,13 @@ import {
   systemClock,
   type Db,
 } from "@reclaim/core";
-import { createTestDatabase, deleteKeys, TEST_REDIS_URL, uniquePrefix, type TestDatabase } from "@reclaim/testkit";
+import {
+  createTestDatabase,
+  deleteKeys,
+  TEST_REDIS_URL,
+  uniquePrefix,
+  type TestDatabase,
+} from "@reclaim/testkit";
 
 const DOMAIN = "native-workspace-sync";
 let database: TestDatabase;
@@ -41,7 +47,10 @@ afterAll(async () => {
 
 /** When BullMQ will run the delayed job (ms), read from its delayed set. */
 async function scheduledAt(scope: string): Promise<number | null> {
-  const score = await redis.zscore(`${prefix}:${queueName(DOMAIN)}:delayed`, deadlineJobId({ domain: DOMAIN, scope }));
+  const score = await redis.zscore(
+    `${prefix}:${queueName(DOMAIN)}:delayed`,
+    deadlineJobId({ domain: DOMAIN, scope }),
+  );
   return score === null ? null : Math.floor(Number(score) / 0x1000);
 }
 
@@ -83,9 +92,14 @@ describe("deadline-keyed jobs", () => {
 
   it("enqueue due work once, however many schedulers request it at the same time", async () => {
     const scope = randomUUID();
-    const others = Array.from({ length: 4 }, () => new DeadlineQueues({ db, redis, prefix, clock: systemClock, attempts: 1 }));
+    const others = Array.from(
+      { length: 4 },
+      () => new DeadlineQueues({ db, redis, prefix, clock: systemClock, attempts: 1 }),
+    );
     await Promise.all(
-      others.map((q) => q.request([{ domain: DOMAIN, scope, reason: "retention", dueAt: new Date(Date.now() - 1000) }])),
+      others.map((q) =>
+        q.request([{ domain: DOMAIN, scope, reason: "retention", dueAt: new Date(Date.now() - 1000) }]),
+      ),
     );
     const waiting = (await queues.queue(DOMAIN).getWaiting()).filter((j) => j.data.scope === scope);
     expect(waiting).toHaveLength(1);

@@ -3,3 +3,4 @@ export * from "./redis";
 export * from "./wait";
 export * from "./files";
 export * from "./stack";
+export * from "./processes";

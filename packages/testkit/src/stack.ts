@@ -4,7 +4,15 @@
  * scheduler (Fastify, driven with `inject`) and the real worker service (BullMQ workers).
  * `stop()` shuts everything down and removes what it created.
  */
-import { createDb, type Clock, type Db, type FaultPoints, type Logger, silentLogger, type BatchReport } from "@reclaim/core";
+import {
+  createDb,
+  type Clock,
+  type Db,
+  type FaultPoints,
+  type Logger,
+  silentLogger,
+  type BatchReport,
+} from "@reclaim/core";
 import { createScheduler, type SchedulerService } from "@reclaim/scheduler/src/service";
 import { createWorkerService, type WorkerService } from "@reclaim/worker/src/service";
 import { tempDir } from "./files";
@@ -40,22 +48,38 @@ export interface Stack {
   prefix: string;
   scheduler: SchedulerService;
   worker: WorkerService | null;
-  api(method: "GET" | "POST", url: string, body?: unknown, options?: { token?: string | null }): Promise<ApiResponse>;
+  api(
+    method: "GET" | "POST",
+    url: string,
+    body?: unknown,
+    options?: { token?: string | null },
+  ): Promise<ApiResponse>;
   /** Reports of `domain` (newest first) once `enough` accepts them. */
-  waitForReports(domain: string, enough: (reports: BatchReport[]) => boolean, timeoutMs?: number): Promise<BatchReport[]>;
+  waitForReports(
+    domain: string,
+    enough: (reports: BatchReport[]) => boolean,
+    timeoutMs?: number,
+  ): Promise<BatchReport[]>;
   startWorker(options?: Pick<StackOptions, "faults" | "env">): Promise<WorkerService>;
   /** Resolves when no domain queue has a waiting or active job (delayed ones may remain). */
   idle(): Promise<void>;
   stop(): Promise<void>;
 }
 
-export function stackEnv(database: TestDatabase, prefix: string, instanceRoot: string, extra: Record<string, string> = {}) {
+export function stackEnv(
+  database: TestDatabase,
+  prefix: string,
+  instanceRoot: string,
+  extra: Record<string, string> = {},
+) {
   return {
     NODE_ENV: "test",
     DATABASE_URL: database.url,
     REDIS_URL: TEST_REDIS_URL,
     RECLAIM_QUEUE_PREFIX: prefix,
     RECLAIM_API_TOKEN: TEST_TOKEN,
+    RECLAIM_PORT: "0",
+    RECLAIM_HOST: "127.0.0.1",
     PAPERCLIP_INSTANCE_ROOT: instanceRoot,
     // Short enough that a killed worker's job is retried within a test, long enough that a
     // loaded two-core machine never lets a live job's lock lapse (a duplicate run).
@@ -133,7 +157,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     async waitForReports(domain, enough, timeoutMs = 20_000) {
       return waitFor(
         async () => {
-          const rows = await db.reclaimBatchReport.findMany({ where: { domain }, orderBy: { finishedAt: "desc" } });
+          const rows = await db.reclaimBatchReport.findMany({
+            where: { domain },
+            orderBy: { finishedAt: "desc" },
+          });
           const { toBatchReport } = await import("@reclaim/core");
           const reports = rows.map((r) => toBatchReport(r, true));
           return enough(reports) ? reports : null;

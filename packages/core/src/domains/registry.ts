@@ -8,7 +8,9 @@ import type { AnyDomain } from "./types";
 
 export const IMPLEMENTED_DOMAINS: readonly AnyDomain[] = [nativeWorkspaceSync];
 
-export const domainRegistry: ReadonlyMap<DomainId, AnyDomain> = new Map(IMPLEMENTED_DOMAINS.map((d) => [d.id, d]));
+export const domainRegistry: ReadonlyMap<DomainId, AnyDomain> = new Map(
+  IMPLEMENTED_DOMAINS.map((d) => [d.id, d]),
+);
 
 /** A domain's controls as `env` sets them (throws a ConfigError naming a bad variable). */
 export function readConfigOf(id: DomainId, env: Record<string, string | undefined>) {

@@ -89,7 +89,12 @@ export class DeadlineQueues {
           return;
         }
         const delay = Math.max(0, due.getTime() - clock.now().getTime());
-        const data: ReclaimJobData = { kind: "deadline", domain: key.domain, scope: key.scope, dueAt: due.toISOString() };
+        const data: ReclaimJobData = {
+          kind: "deadline",
+          domain: key.domain,
+          scope: key.scope,
+          dueAt: due.toISOString(),
+        };
         if (!job || state === "missing" || state === "unknown") {
           await queue.add(key.domain, data, { ...this.jobOptions(), jobId, delay });
         } else if (state === "completed" || state === "failed") {

@@ -9,14 +9,19 @@ import { mkdir, readdir, symlink } from "node:fs/promises";
 import path from "node:path";
 import { createLogger, FaultPoints, InjectedFault, readConfigOf, type BatchReport } from "@reclaim/core";
 import { startStack, type Stack } from "@reclaim/testkit";
-import { DOMAIN, insertRun, makeFolder, sweep, syncRoot } from "./native-workspace-sync.fixtures";
+import {
+  DOMAIN,
+  insertRun,
+  makeFolder,
+  sweep,
+  syncRoot,
+} from "@reclaim/testkit/src/fixtures/native-workspace-sync";
 
 const DAY = 24 * 3600 * 1000;
 
 async function expiredLeftovers(stack: Stack): Promise<string[]> {
   return (await readdir(syncRoot(stack)).catch(() => [])).filter((n) => n.startsWith(".expired-"));
 }
-
 
 describe("start-up", () => {
   let stack: Stack;
@@ -69,7 +74,9 @@ describe("deadlines", () => {
     });
     expect(accepted.status).toBe(202);
     const [report] = await stack.waitForReports(DOMAIN, (r) => r.some((x) => x.companyId === company));
-    expect(report!.entries).toEqual([expect.objectContaining({ outcome: "skipped", reason: "folder_recently_modified" })]);
+    expect(report!.entries).toEqual([
+      expect.objectContaining({ outcome: "skipped", reason: "folder_recently_modified" }),
+    ]);
     const deadlines = await stack.api("GET", `/v1/deadlines?domain=${DOMAIN}`);
     const mine = deadlines.body.deadlines.filter((d: { companyId: string }) => d.companyId === company);
     expect(mine).toHaveLength(1);
@@ -129,7 +136,11 @@ describe("crash recovery", () => {
       await stack.startWorker();
       const finished = await sweep(stack, company);
       expect(finished.entries).toContainEqual(
-        expect.objectContaining({ id: `native-workspace-sync/${leftovers[0]}`, outcome: "removed", reason: "interrupted_deletion" }),
+        expect.objectContaining({
+          id: `native-workspace-sync/${leftovers[0]}`,
+          outcome: "removed",
+          reason: "interrupted_deletion",
+        }),
       );
       expect(await expiredLeftovers(stack)).toEqual([]);
     },
@@ -145,7 +156,8 @@ describe("batch limits", () => {
 
   it("remove at most 50 folders per batch and continue from where the previous batch stopped", async () => {
     const company = randomUUID();
-    for (let i = 0; i < 120; i++) await makeFolder(stack, await insertRun(stack, { companyId: company }), 10, 4096);
+    for (let i = 0; i < 120; i++)
+      await makeFolder(stack, await insertRun(stack, { companyId: company }), 10, 4096);
     const first = await sweep(stack, company);
     expect(first).toMatchObject({ checked: 50, removed: 50 });
     expect(first.nextCursor).not.toBeNull();
@@ -157,7 +169,8 @@ describe("batch limits", () => {
 
   it("check at most 200 folders per batch", async () => {
     const company = randomUUID();
-    for (let i = 0; i < 230; i++) await makeFolder(stack, await insertRun(stack, { companyId: company, finishedDaysAgo: 1 }), 10, 0);
+    for (let i = 0; i < 230; i++)
+      await makeFolder(stack, await insertRun(stack, { companyId: company, finishedDaysAgo: 1 }), 10, 0);
     const first = await sweep(stack, company);
     expect(first).toMatchObject({ checked: 200, removed: 0 });
     const second = await sweep(stack, company, { cursor: first.nextCursor });
@@ -166,11 +179,15 @@ describe("batch limits", () => {
 
   it("deadline jobs chain through a full batch at once, with their own cursor", async () => {
     const company = randomUUID();
-    for (let i = 0; i < 70; i++) await makeFolder(stack, await insertRun(stack, { companyId: company }), 10, 0);
+    for (let i = 0; i < 70; i++)
+      await makeFolder(stack, await insertRun(stack, { companyId: company }), 10, 0);
     await stack.api("POST", "/v1/events", {
       events: [{ type: "native_workspace_sync.folder_created", companyId: company, runId: randomUUID() }],
     });
-    const reports = await stack.waitForReports(DOMAIN, (r) => r.filter((x) => x.companyId === company).reduce((n, x) => n + x.removed, 0) >= 70);
+    const reports = await stack.waitForReports(
+      DOMAIN,
+      (r) => r.filter((x) => x.companyId === company).reduce((n, x) => n + x.removed, 0) >= 70,
+    );
     const mine = reports.filter((r) => r.companyId === company).reverse();
     expect(mine.map((r) => r.removed)).toEqual([50, 20]);
     expect(await stack.db.reclaimCursor.count({ where: { companyId: company } })).toBe(0);
@@ -183,7 +200,10 @@ describe("batch limits", () => {
     for (let i = 0; i < 60; i++) await mkdir(path.join(syncRoot(stack), `.expired-${randomUUID()}`));
     const company = randomUUID();
     const first = await sweep(stack, company);
-    const tried = (r: BatchReport) => (r.entries ?? []).filter((e) => e.reason === "interrupted_deletion" || e.reason === "leftover_delete_failed");
+    const tried = (r: BatchReport) =>
+      (r.entries ?? []).filter(
+        (e) => e.reason === "interrupted_deletion" || e.reason === "leftover_delete_failed",
+      );
     expect(tried(first)).toHaveLength(50);
     const second = await sweep(stack, company, { cursor: first.nextCursor });
     expect(tried(second)).toHaveLength(11);
@@ -203,7 +223,9 @@ describe("controls", () => {
     expect(refused.status).toBe(409);
     expect(refused.body).toMatchObject({ error: "RECLAIM_ERR_DOMAIN_DISABLED", field: "domain" });
     const events = await stack.api("POST", "/v1/events", {
-      events: [{ type: "native_workspace_sync.folder_created", companyId: randomUUID(), runId: randomUUID() }],
+      events: [
+        { type: "native_workspace_sync.folder_created", companyId: randomUUID(), runId: randomUUID() },
+      ],
     });
     expect(events.body.deadlines).toBe(0);
     expect(await stack.db.reclaimDeadline.count()).toBe(0);
@@ -230,9 +252,9 @@ describe("controls", () => {
     expect(() => readConfigOf(DOMAIN, { PAPERCLIP_NATIVE_WORKSPACE_SYNC_RETENTION_DAYS: "0" })).toThrow(
       "PAPERCLIP_NATIVE_WORKSPACE_SYNC_RETENTION_DAYS: must be at least 1 (got 0)",
     );
-    expect(() => readConfigOf(DOMAIN, { PAPERCLIP_NATIVE_WORKSPACE_SYNC_RETENTION_DRY_RUN: "maybe" })).toThrow(
-      'PAPERCLIP_NATIVE_WORKSPACE_SYNC_RETENTION_DRY_RUN: must be true or false (got "maybe")',
-    );
+    expect(() =>
+      readConfigOf(DOMAIN, { PAPERCLIP_NATIVE_WORKSPACE_SYNC_RETENTION_DRY_RUN: "maybe" }),
+    ).toThrow('PAPERCLIP_NATIVE_WORKSPACE_SYNC_RETENTION_DRY_RUN: must be true or false (got "maybe")');
   });
 });
 
@@ -244,9 +266,14 @@ describe("logs", () => {
       const company = randomUUID();
       const gone = await insertRun(stack, { companyId: company });
       await makeFolder(stack, gone);
-      await makeFolder(stack, await insertRun(stack, { companyId: company, status: "running", finishedDaysAgo: null }));
+      await makeFolder(
+        stack,
+        await insertRun(stack, { companyId: company, status: "running", finishedDaysAgo: null }),
+      );
       await sweep(stack, company);
-      const line = lines.find((l) => l.event === "native_workspace_sync.retention" && l.companyId === company);
+      const line = lines.find(
+        (l) => l.event === "native_workspace_sync.retention" && l.companyId === company,
+      );
       expect(line).toMatchObject({
         candidates: [`native-workspace-sync/${gone}`],
         candidateBytes: expect.any(Number),

@@ -173,7 +173,11 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
 
   const stoppedEarly = examined < prepared.folders.length;
   if (stoppedEarly || prepared.more) {
-    await ctx.writeCursor("folders", prepared.folders[examined - 1]?.name ?? (await ctx.readCursor("folders")), tx);
+    await ctx.writeCursor(
+      "folders",
+      prepared.folders[examined - 1]?.name ?? (await ctx.readCursor("folders")),
+      tx,
+    );
     ctx.deadlines.at("continue", ctx.startedAt);
   } else {
     await ctx.writeCursor("folders", null, tx);
