@@ -15,6 +15,7 @@ import {
   createRedis,
   DeadlineQueues,
   domainRegistry,
+  readDomainConfigs,
   onReconnect,
   readSchedulerConfig,
   readServiceConfig,
@@ -22,7 +23,6 @@ import {
   type AnyDomain,
   type Clock,
   type DeadlineRequest,
-  type DomainControls,
   type DomainId,
   type Env,
   type Logger,
@@ -57,19 +57,11 @@ export async function createScheduler(options: SchedulerOptions = {}): Promise<S
     pid: process.pid,
   });
   const domains = options.domains ?? domainRegistry;
-  const configs = new Map<DomainId, DomainControls>();
-  for (const [id, domain] of domains) configs.set(id, domain.readConfig(env));
-  const enabled = [...domains.keys()].filter((id) => configs.get(id)!.enabled);
+  const { configs, enabled } = readDomainConfigs(domains, env);
 
   const db = createDb(service.databaseUrl);
   const redis = createRedis(service.redisUrl);
-  const queues = new DeadlineQueues({
-    db,
-    redis,
-    prefix: service.queuePrefix,
-    clock,
-    attempts: service.jobAttempts,
-  });
+  const queues = DeadlineQueues.forService(db, redis, clock, service);
   const deps: ApiDeps = { db, redis, queues, clock, log, domains, configs, queuePrefix: service.queuePrefix };
   const app = await buildApp({ token: scheduler.apiToken, deps });
 

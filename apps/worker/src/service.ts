@@ -16,6 +16,7 @@ import {
   createRedis,
   DeadlineQueues,
   domainRegistry,
+  readDomainConfigs,
   FaultPoints,
   onReconnect,
   queueName,
@@ -27,7 +28,6 @@ import {
   type AnyDomain,
   type BatchReport,
   type Clock,
-  type DomainControls,
   type DomainId,
   type Env,
   type Logger,
@@ -61,21 +61,13 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
   const faults = options.faults ?? FaultPoints.fromEnv(env);
   const registry = options.domains ?? domainRegistry;
 
-  const configs = new Map<DomainId, DomainControls>();
-  for (const [id, domain] of registry) configs.set(id, domain.readConfig(env));
-  const enabled = [...registry.keys()].filter((id) => configs.get(id)!.enabled);
+  const { configs, enabled } = readDomainConfigs(registry, env);
 
   const db = createDb(service.databaseUrl, {
     max: workerConfig.concurrency * Math.max(1, enabled.length) + 4,
   });
   const redis = createRedis(service.redisUrl);
-  const queues = new DeadlineQueues({
-    db,
-    redis,
-    prefix: service.queuePrefix,
-    clock,
-    attempts: service.jobAttempts,
-  });
+  const queues = DeadlineQueues.forService(db, redis, clock, service);
   const callbacks = service.callbackUrl ? new ReportCallbacks(redis, service.queuePrefix) : null;
   // Every connection this service opens, so stop() closes them all (BullMQ leaves a
   // connection it was handed open).

@@ -161,6 +161,16 @@ export class DeadlineQueues {
     return jobId;
   }
 
+  /** The queues of a service configured by the service environment. */
+  static forService(
+    db: Db,
+    redis: Redis,
+    clock: Clock,
+    service: { queuePrefix: string; jobAttempts: number },
+  ): DeadlineQueues {
+    return new DeadlineQueues({ db, redis, prefix: service.queuePrefix, clock, attempts: service.jobAttempts });
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all([...this.queues.values()].map((q) => q.close()));
