@@ -61,7 +61,7 @@ export async function createScheduler(options: SchedulerOptions = {}): Promise<S
 
   const db = createDb(service.databaseUrl);
   const redis = createRedis(service.redisUrl);
-  const queues = DeadlineQueues.forService(db, redis, clock, service);
+  const queues = DeadlineQueues.forService(db, redis, clock, service, log);
   const deps: ApiDeps = { db, redis, queues, clock, log, domains, configs, queuePrefix: service.queuePrefix };
   const app = await buildApp({ token: scheduler.apiToken, deps });
 

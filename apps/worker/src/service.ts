@@ -67,7 +67,7 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
     max: workerConfig.concurrency * Math.max(1, enabled.length) + 4,
   });
   const redis = createRedis(service.redisUrl);
-  const queues = DeadlineQueues.forService(db, redis, clock, service);
+  const queues = DeadlineQueues.forService(db, redis, clock, service, log);
   const callbacks = service.callbackUrl ? new ReportCallbacks(redis, service.queuePrefix) : null;
   // Every connection this service opens, so stop() closes them all (BullMQ leaves a
   // connection it was handed open).

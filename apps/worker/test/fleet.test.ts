@@ -107,7 +107,7 @@ it("a worker killed mid-job is replaced by another: the folder is handled exactl
       const rows = await db.reclaimBatchReport.findMany({ where: { companyId: company } });
       return rows.length >= 1 ? rows : null;
     },
-    { what: "the retried job's report", timeoutMs: 30_000 },
+    { what: "the retried job's report", timeoutMs: 60_000 },
   );
   expect(reports).toHaveLength(1);
   expect(reports[0]!.entries).toEqual([
@@ -116,7 +116,7 @@ it("a worker killed mid-job is replaced by another: the folder is handled exactl
   expect((await readdir(syncRoot(instance))).filter((n) => n.startsWith(".expired-"))).toEqual([]);
   expect(existsSync(folder)).toBe(false);
   expect(await readFile(marker, "utf8")).toBe("native-workspace-sync.after-rename\n");
-});
+}, 120_000);
 
 it("SIGTERM finishes the active job, takes no new one, and exits cleanly", async () => {
   const p = worker({

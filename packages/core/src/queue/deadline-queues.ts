@@ -14,6 +14,7 @@
 import { Queue, type JobsOptions } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Clock } from "../clock";
+import type { Logger } from "../logging";
 import { lock, LOCK_NAMESPACES, type Db } from "../db";
 import {
   earliestDue,
@@ -32,6 +33,8 @@ export interface DeadlineQueuesOptions {
   clock: Clock;
   /** Attempts for retryable failures (RECLAIM_JOB_ATTEMPTS). */
   attempts: number;
+  /** Connection trouble of a queue (Redis restarting); the ledger keeps every deadline. */
+  onError?: (error: Error) => void;
 }
 
 const SWEEP_RETENTION = { age: 7 * 24 * 3600, count: 1000 };
@@ -49,6 +52,7 @@ export class DeadlineQueues {
         connection: this.options.redis,
         prefix: this.options.prefix,
       });
+      queue.on("error", (error) => this.options.onError?.(error));
       this.queues.set(domain, queue);
     }
     return queue;
@@ -167,8 +171,16 @@ export class DeadlineQueues {
     redis: Redis,
     clock: Clock,
     service: { queuePrefix: string; jobAttempts: number },
+    log: Logger,
   ): DeadlineQueues {
-    return new DeadlineQueues({ db, redis, prefix: service.queuePrefix, clock, attempts: service.jobAttempts });
+    return new DeadlineQueues({
+      db,
+      redis,
+      prefix: service.queuePrefix,
+      clock,
+      attempts: service.jobAttempts,
+      onError: (error) => log.warn("queue connection error", { error }),
+    });
   }
 
   async close(): Promise<void> {
