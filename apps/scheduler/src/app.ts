@@ -20,6 +20,7 @@ import { jobRoute } from "./routes/job";
 import { jobCancelRoute } from "./routes/job-cancel";
 import { metricsRoute } from "./routes/metrics";
 import { readyRoute } from "./routes/ready";
+import { reportRoute } from "./routes/report";
 import { reportsRoute } from "./routes/reports";
 import type { Route } from "./routes/route";
 import { sweepsRoute } from "./routes/sweeps";
@@ -64,6 +65,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     jobRoute,
     jobCancelRoute,
     reportsRoute,
+    reportRoute,
     deadlinesRoute,
     domainsRoute,
     metricsRoute(new Metrics(deps)),

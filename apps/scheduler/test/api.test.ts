@@ -312,6 +312,13 @@ describe("response shapes", () => {
       expect(newest).toHaveProperty(field);
     }
     expect(newest).toMatchObject({ companyId: null, skipped: { symlink: 1 }, error: null });
+    const one = await call("GET", `/v1/reports/${newest.id}`);
+    expect(one.body.report).toMatchObject({ id: newest.id, entries: [] });
+    expect((await call("GET", `/v1/reports/${randomUUID()}`)).status).toBe(404);
+    expect((await call("GET", "/v1/reports/not-a-uuid")).body).toMatchObject({
+      error: "RECLAIM_ERR_VALIDATION",
+      field: "reportId",
+    });
   });
 
   it("domains list every domain id with its controls, queue counts and next deadline", async () => {

@@ -92,6 +92,8 @@ export function stringOption(
   fallback: string | undefined,
   description: string,
   validate?: (value: string) => string | undefined,
+  /** How docs show the default, when it depends on the machine (a home directory). */
+  shownDefault?: string,
 ): Option<string> {
   return define(
     env,
@@ -102,7 +104,7 @@ export function stringOption(
       if (problem) throw new ConfigError(env, problem);
       return raw;
     },
-    (value) => value,
+    (value) => shownDefault ?? value,
   );
 }
 

@@ -2,6 +2,7 @@
  * The service's own environment (scheduler and worker). Domain controls live with each
  * domain (`domains/<id>/config.ts`) under the names the spec gives them.
  */
+import { homedir } from "node:os";
 import path from "node:path";
 import {
   integerOption,
@@ -28,9 +29,10 @@ export const serviceOptions = {
   ),
   instanceRoot: stringOption(
     "PAPERCLIP_INSTANCE_ROOT",
-    path.join(process.env.HOME ?? "/root", ".paperclip", "instances", "default"),
+    path.join(homedir(), ".paperclip", "instances", "default"),
     "The Paperclip instance directory whose disk Reclaim frees",
     (value) => (path.isAbsolute(value) ? undefined : `must be an absolute path (got "${value}")`),
+    "~/.paperclip/instances/default",
   ),
   queuePrefix: stringOption("RECLAIM_QUEUE_PREFIX", "reclaim", "Redis key prefix of every queue", (value) =>
     /^[A-Za-z0-9_-]+$/.test(value)

@@ -37,6 +37,8 @@ export interface DeadlineQueuesOptions {
   onError?: (error: Error) => void;
 }
 
+/** Concurrent key syncs of one request; below the default pool size of 10 connections. */
+const SYNC_LANES = 6;
 const SWEEP_RETENTION = { age: 7 * 24 * 3600, count: 1000 };
 
 export class DeadlineQueues {
@@ -74,7 +76,16 @@ export class DeadlineQueues {
     await requestDeadlines(this.options.db, requests, this.options.clock.now());
     const keys = new Map<string, LedgerKey>();
     for (const r of requests) keys.set(keyOf(r), { domain: r.domain, scope: r.scope });
-    for (const key of keys.values()) await this.sync(key);
+    await this.syncAll([...keys.values()]);
+  }
+
+  /** Syncs keys a few at a time: each holds its own advisory lock, so they never contend. */
+  private async syncAll(keys: LedgerKey[]): Promise<void> {
+    let next = 0;
+    const lane = async () => {
+      while (next < keys.length) await this.sync(keys[next++]!);
+    };
+    await Promise.all(Array.from({ length: Math.min(SYNC_LANES, keys.length) }, lane));
   }
 
   /** Makes the queue hold exactly the job the ledger asks for (see the header). */
@@ -144,7 +155,7 @@ export class DeadlineQueues {
    */
   async reconcile(domains?: string[]): Promise<number> {
     const keys = await scheduledKeys(this.options.db, domains);
-    for (const key of keys) await this.sync(key);
+    await this.syncAll(keys);
     return keys.length;
   }
 

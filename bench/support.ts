@@ -1,0 +1,62 @@
+/**
+ * Shared by the benchmarks: a fresh migrated database and a Redis prefix for one run,
+ * removed afterwards. Benchmarks print ratios against a baseline measured in the same run
+ * (the machine is noisy); they are not part of the test suite.
+ */
+import { randomBytes } from "node:crypto";
+import { Redis } from "ioredis";
+import pg from "pg";
+import { applyMigrations } from "../packages/core/src/db/migrate";
+
+export const ADMIN_URL =
+  process.env.RECLAIM_BENCH_ADMIN_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+export const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+
+export interface BenchEnv {
+  databaseUrl: string;
+  prefix: string;
+  cleanup(): Promise<void>;
+}
+
+async function admin(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function benchEnv(): Promise<BenchEnv> {
+  const name = `reclaim_bench_${Math.floor(Date.now() / 1000)}_${randomBytes(3).toString("hex")}`;
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  await applyMigrations(url.toString());
+  const prefix = `reclaim-bench-${randomBytes(4).toString("hex")}`;
+  return {
+    databaseUrl: url.toString(),
+    prefix,
+    async cleanup() {
+      const redis = new Redis(REDIS_URL);
+      let cursor = "0";
+      do {
+        const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000);
+        cursor = next;
+        if (keys.length) await redis.del(...keys);
+      } while (cursor !== "0");
+      redis.disconnect();
+      await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    },
+  };
+}
+
+export function time<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }> {
+  const started = process.hrtime.bigint();
+  return fn().then((value) => ({ ms: Number(process.hrtime.bigint() - started) / 1e6, value }));
+}
+
+export function report(name: string, fields: Record<string, string | number>): void {
+  process.stdout.write(`${name}\n`);
+  for (const [k, v] of Object.entries(fields)) process.stdout.write(`  ${k.padEnd(34)} ${v}\n`);
+}
