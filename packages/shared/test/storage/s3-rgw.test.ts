@@ -1,0 +1,101 @@
+/**
+ * The s3 provider against a real S3 implementation: the Ceph RADOS Gateway that the Jest
+ * global setup starts (scripts/s3-rgw.sh). Signatures are checked and multipart is real.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import net from "node:net";
+import { Readable } from "node:stream";
+import { createTestBucket, type TestBucket } from "@reclaim/testkit";
+import { createS3Provider, StorageKey, type S3Options } from "../../src";
+import { readAll, rejection, sha256, storageContract } from "./storage-contract";
+
+let bucket: TestBucket;
+let options: S3Options;
+
+beforeAll(async () => {
+  bucket = await createTestBucket();
+  options = {
+    bucket: bucket.name,
+    endpoint: bucket.server.endpoint,
+    region: bucket.server.region,
+    forcePathStyle: true,
+    prefix: "reclaim-tests/",
+    accessKeyId: bucket.server.accessKey,
+    secretAccessKey: bucket.server.secretKey,
+    partSize: 5 * 1024 * 1024,
+  };
+});
+afterAll(async () => {
+  await bucket?.remove();
+});
+
+describe("s3 provider contract (Ceph RGW)", () => {
+  storageContract({ provider: () => createS3Provider(options) });
+});
+
+describe("s3 provider against Ceph RGW", () => {
+  const company = randomUUID();
+
+  it("uploads a multipart-size object in parts and reads back the same bytes", async () => {
+    const storage = createS3Provider({ ...options, partSize: 16 * 1024 * 1024 });
+    const data = randomBytes(70 * 1024 * 1024);
+    const key = StorageKey.of(company, "multipart/object");
+    const pieces = Array.from({ length: 70 }, (_, i) =>
+      data.subarray(i * 1024 * 1024, (i + 1) * 1024 * 1024),
+    );
+    const stored = await storage.put(key, Readable.from(pieces), data.length);
+    expect(stored.sha256).toBe(sha256(data));
+    const stat = await bucket.client.statObject(bucket.name, `reclaim-tests/${key.path}`);
+    expect(stat.etag).toMatch(/-5$/); // five parts: 4 x 16 MiB + 6 MiB
+    expect(
+      (await readAll(await storage.get(key, { range: { offset: 50 * 1024 * 1024, length: 10 } }))).equals(
+        data.subarray(50 * 1024 * 1024, 50 * 1024 * 1024 + 10),
+      ),
+    ).toBe(true);
+    await storage.delete(key);
+  });
+
+  it("aborts a multipart upload whose body fails, leaving no parts or object", async () => {
+    const storage = createS3Provider(options);
+    const key = StorageKey.of(company, "multipart/broken");
+    const error = await rejection(
+      storage.put(key, Readable.from([randomBytes(12 * 1024 * 1024)]), 20 * 1024 * 1024),
+    );
+    expect(error.code).toBe("RECLAIM_ERR_STORAGE_LENGTH_MISMATCH");
+    expect(await storage.head(key)).toBeNull();
+    const uploads = [];
+    for await (const upload of bucket.client.listIncompleteUploads(bucket.name, "reclaim-tests/", true))
+      uploads.push(upload);
+    expect(uploads).toEqual([]);
+  });
+
+  it("refuses a wrong secret as a permanent access-denied error and stores nothing", async () => {
+    const storage = createS3Provider({ ...options, secretAccessKey: "not-the-secret" });
+    const key = StorageKey.of(company, "denied/object");
+    const error = await rejection(storage.put(key, Readable.from([Buffer.from("secret work")]), 11));
+    expect(error.code).toBe("RECLAIM_ERR_STORAGE_ACCESS_DENIED");
+    expect(error.permanent).toBe(true);
+    expect(await createS3Provider(options).head(key)).toBeNull();
+    expect((await rejection(storage.head(key))).code).toBe("RECLAIM_ERR_STORAGE_ACCESS_DENIED");
+  });
+
+  it("reports a server that is down as retryable unavailability, with nothing stored", async () => {
+    const port = await closedPort();
+    const storage = createS3Provider({ ...options, endpoint: `http://127.0.0.1:${port}` });
+    const key = StorageKey.of(company, "down/object");
+    const error = await rejection(storage.put(key, Readable.from([Buffer.from("work")]), 4));
+    expect(error.code).toBe("RECLAIM_ERR_STORAGE_UNAVAILABLE");
+    expect(error.permanent).toBe(false);
+    expect(error.message).toContain("ECONNREFUSED");
+    expect(await createS3Provider(options).head(key)).toBeNull();
+  });
+});
+
+/** A loopback port nothing listens on: bound once by us, then closed. */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
