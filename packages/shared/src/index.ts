@@ -10,3 +10,27 @@ export {
   type StorageConfig,
   type StorageEnvOptions,
 } from "./storage/config";
+export {
+  loadInstanceKey,
+  decodeInstanceKey,
+  fingerprintOf,
+  type InstanceKey,
+  type InstanceKeySource,
+  type LoadInstanceKeyOptions,
+} from "./crypto/instance-key";
+export { assertRestorePointsAllowed } from "./crypto/restore-point-policy";
+export {
+  seal,
+  open,
+  rewrap,
+  deleteSealed,
+  SEAL_HEADER_SUFFIX,
+  type SealOptions,
+  type SealedObject,
+  type OpenOptions,
+} from "./crypto/seal";
+export {
+  FORMAT_VERSION as SEAL_FORMAT_VERSION,
+  DEFAULT_CHUNK_SIZE as SEAL_DEFAULT_CHUNK_SIZE,
+  sealedPayloadSize,
+} from "./crypto/seal-format";

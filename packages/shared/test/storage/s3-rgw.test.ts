@@ -6,7 +6,16 @@ import { randomBytes, randomUUID } from "node:crypto";
 import net from "node:net";
 import { Readable } from "node:stream";
 import { createTestBucket, type TestBucket } from "@reclaim/testkit";
-import { createS3Provider, StorageKey, type S3Options } from "../../src";
+import {
+  createS3Provider,
+  fingerprintOf,
+  open,
+  rewrap,
+  seal,
+  deleteSealed,
+  StorageKey,
+  type S3Options,
+} from "../../src";
 import { readAll, rejection, sha256, storageContract } from "./storage-contract";
 
 let bucket: TestBucket;
@@ -88,6 +97,31 @@ describe("s3 provider against Ceph RGW", () => {
     expect(error.permanent).toBe(false);
     expect(error.message).toContain("ECONNREFUSED");
     expect(await createS3Provider(options).head(key)).toBeNull();
+  });
+});
+
+describe("sealing on s3 (Ceph RGW)", () => {
+  it("seals, opens, rotates and deletes a restore point on a real S3 server", async () => {
+    const storage = createS3Provider(options);
+    const keyOf = () => {
+      const key = randomBytes(32);
+      return { key, fingerprint: fingerprintOf(key), source: "env" as const };
+    };
+    const [oldKey, newKey] = [keyOf(), keyOf()];
+    const data = randomBytes(7 * 1024 * 1024 + 3);
+    const key = StorageKey.of(randomUUID(), "git-restore-points/ws/1/bundle");
+    const sealed = await seal(Readable.from([data]), {
+      instanceKey: oldKey,
+      storage,
+      storageKey: key,
+      plaintextSize: data.length,
+    });
+    expect(sealed.keyFingerprint).toBe(oldKey.fingerprint);
+    await rewrap(storage, key, { from: oldKey, to: newKey });
+    const opened = await readAll(await open(storage, key, newKey, { expectedSha256: sealed.sha256 }));
+    expect(opened.equals(data)).toBe(true);
+    await deleteSealed(storage, key);
+    expect(await storage.head(key)).toBeNull();
   });
 });
 
