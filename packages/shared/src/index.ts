@@ -34,3 +34,14 @@ export {
   DEFAULT_CHUNK_SIZE as SEAL_DEFAULT_CHUNK_SIZE,
   sealedPayloadSize,
 } from "./crypto/seal-format";
+export {
+  withObjectQuarantine,
+  QUARANTINE_PREFIX,
+  type QuarantineContext,
+  type QuarantineOptions,
+  type QuarantineResult,
+} from "./quarantine/quarantine";
+export { PACK_ORDER, type PublishedObjects } from "./quarantine/publish";
+export { realPublishFs, type PublishFs } from "./quarantine/publish-fs";
+export { quoteAlternate } from "./quarantine/git-env";
+export type { Clock, Timer } from "./quarantine/timing";
