@@ -3,6 +3,7 @@ import { mkdtemp, readFile, rm, stat, writeFile, mkdir } from "node:fs/promises"
 import os from "node:os";
 import path from "node:path";
 import { assertRestorePointsAllowed, ConfigError, loadInstanceKey, SealError } from "../../src";
+import { rejectionOf } from "../rejection";
 
 let root: string;
 beforeEach(async () => {
@@ -11,15 +12,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await rm(root, { recursive: true, force: true });
 });
-
-async function refusal(promise: Promise<unknown>): Promise<Error> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(error instanceof Error)) throw new Error("expected a rejection");
-  return error;
-}
 
 describe("loadInstanceKey", () => {
   it("takes PAPERCLIP_SECRETS_MASTER_KEY first and reports source env", async () => {
@@ -34,7 +26,7 @@ describe("loadInstanceKey", () => {
   });
 
   it("refuses an invalid PAPERCLIP_SECRETS_MASTER_KEY, naming the variable but not the value", async () => {
-    const error = await refusal(
+    const error = await rejectionOf(
       loadInstanceKey({ env: { PAPERCLIP_SECRETS_MASTER_KEY: "hunter2" }, instanceRoot: root }),
     );
     expect(error).toBeInstanceOf(SealError);
@@ -73,12 +65,12 @@ describe("loadInstanceKey", () => {
     expect(key.key.equals(raw)).toBe(true);
     expect((await stat(file)).mode & 0o777).toBe(0o600); // tightened, as Paperclip does
     await writeFile(file, "not a key");
-    const error = await refusal(loadInstanceKey({ env: { PAPERCLIP_SECRETS_MASTER_KEY_FILE: file } }));
+    const error = await rejectionOf(loadInstanceKey({ env: { PAPERCLIP_SECRETS_MASTER_KEY_FILE: file } }));
     expect((error as SealError).code).toBe("RECLAIM_ERR_INSTANCE_KEY_INVALID");
   });
 
   it("needs an instance root or a key file variable when no key is set", async () => {
-    const error = await refusal(loadInstanceKey({ env: {} }));
+    const error = await rejectionOf(loadInstanceKey({ env: {} }));
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).variable).toBe("PAPERCLIP_SECRETS_MASTER_KEY_FILE");
   });

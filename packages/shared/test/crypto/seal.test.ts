@@ -18,6 +18,7 @@ import {
   type InstanceKey,
   type StorageProvider,
 } from "../../src";
+import { rejectionOf } from "../rejection";
 
 const CHUNK = 4096;
 let root: string;
@@ -68,14 +69,6 @@ async function drain(stream: Readable): Promise<{ bytes: Buffer; error?: SealErr
     if (!(error instanceof SealError)) throw error;
     return { bytes: Buffer.concat(chunks), error };
   }
-}
-async function openRejection(promise: Promise<unknown>): Promise<SealError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(error instanceof SealError)) throw new Error(`expected a SealError, got ${String(error)}`);
-  return error;
 }
 async function flipByte(file: string, at: number): Promise<void> {
   const bytes = await readFile(file);
@@ -187,7 +180,7 @@ describe("seal and open", () => {
 
   it("refuses another instance key before reading the payload", async () => {
     const { key } = await sealBytes(randomBytes(100));
-    const error = await openRejection(open(storage, key, keyB));
+    const error = await rejectionOf(open(storage, key, keyB));
     expect(error.code).toBe("RECLAIM_ERR_SEAL_WRONG_KEY");
     expect(error.message).toContain(keyA.fingerprint.slice(0, 12));
   });
@@ -195,7 +188,7 @@ describe("seal and open", () => {
   it("refuses a header whose fields were changed, even with the right key", async () => {
     const { key } = await sealBytes(randomBytes(100));
     await flipByte(fileOf(key) + SEAL_HEADER_SUFFIX, 39); // plaintextSize
-    expect((await openRejection(open(storage, key, keyA))).code).toBe("RECLAIM_ERR_SEAL_TAMPERED");
+    expect((await rejectionOf(open(storage, key, keyA))).code).toBe("RECLAIM_ERR_SEAL_TAMPERED");
   });
 
   it("refuses the payload of another restore point under this header", async () => {
@@ -216,7 +209,7 @@ describe("seal and open", () => {
     bytes.writeUInt16BE(2, 8);
     await writeFile(file, bytes);
     const error = suffix
-      ? await openRejection(open(storage, key, keyA))
+      ? await rejectionOf(open(storage, key, keyA))
       : (await drain(await open(storage, key, keyA))).error;
     expect(error?.code).toBe("RECLAIM_ERR_SEAL_UNKNOWN_VERSION");
   });
@@ -234,7 +227,7 @@ describe("seal and open", () => {
       [CHUNK * 2 + 1, CHUNK * 2],
     ] as const) {
       const key = newKey();
-      const error = await openRejection(
+      const error = await rejectionOf(
         seal(Readable.from([randomBytes(actual)]), {
           instanceKey: keyA,
           storage,
@@ -259,7 +252,7 @@ describe("rewrap (instance key rotation)", () => {
       keyFingerprint: keyB.fingerprint,
     });
     expect((await readFile(fileOf(key))).equals(before)).toBe(true);
-    expect((await openRejection(open(storage, key, keyA))).code).toBe("RECLAIM_ERR_SEAL_WRONG_KEY");
+    expect((await rejectionOf(open(storage, key, keyA))).code).toBe("RECLAIM_ERR_SEAL_WRONG_KEY");
     const { bytes, error } = await drain(await open(storage, key, keyB, { expectedSha256: sealed.sha256 }));
     expect(error).toBeUndefined();
     expect(bytes.equals(data)).toBe(true);
@@ -275,7 +268,7 @@ describe("rewrap (instance key rotation)", () => {
 
   it("refuses to rotate from a key that does not wrap the object", async () => {
     const { key } = await sealBytes(randomBytes(10));
-    expect((await openRejection(rewrap(storage, key, { from: keyB, to: instanceKey() }))).code).toBe(
+    expect((await rejectionOf(rewrap(storage, key, { from: keyB, to: instanceKey() }))).code).toBe(
       "RECLAIM_ERR_SEAL_WRONG_KEY",
     );
   });

@@ -25,9 +25,11 @@ export const gitEnv: NodeJS.ProcessEnv = {
   GIT_COMMITTER_EMAIL: "test@reclaim.invalid",
 };
 
-export async function git(cwd: string, args: string[], env: NodeJS.ProcessEnv = gitEnv): Promise<string> {
-  const { stdout } = await execFileAsync("git", args, { cwd, env, maxBuffer: 64 * 1024 * 1024 });
-  return stdout;
+export async function git(cwd: string, args: string[], input?: string): Promise<string> {
+  const running = execFileAsync("git", args, { cwd, env: gitEnv, maxBuffer: 64 * 1024 * 1024 });
+  running.child.stdin?.on("error", () => undefined); // git that never reads stdin may exit first
+  running.child.stdin?.end(input ?? "");
+  return (await running).stdout;
 }
 
 const roots: string[] = [];
@@ -45,14 +47,18 @@ export async function cleanup(): Promise<void> {
 export interface Repo {
   dir: string;
   objects: string;
-  git(args: string[]): Promise<string>;
+  git(args: string[], input?: string): Promise<string>;
 }
 
 /** A work tree with one commit; bigFileThreshold small so large files stream into packs. */
 export async function makeRepo(parent?: string): Promise<Repo> {
   const dir = path.join(parent ?? (await tempDir()), "repo");
   await git(os.tmpdir(), ["init", "-q", "-b", "main", dir]);
-  const repo = { dir, objects: path.join(dir, ".git", "objects"), git: (args: string[]) => git(dir, args) };
+  const repo = {
+    dir,
+    objects: path.join(dir, ".git", "objects"),
+    git: (args: string[], input?: string) => git(dir, args, input),
+  };
   await repo.git(["config", "core.bigFileThreshold", "64k"]);
   await writeFile(path.join(dir, "tracked.txt"), "tracked\n");
   await repo.git(["add", "tracked.txt"]);

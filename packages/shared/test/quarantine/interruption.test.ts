@@ -18,18 +18,9 @@ import {
   makeRepo,
   type Repo,
 } from "./git-fixture";
+import { rejectionOf } from "../rejection";
 
 afterEach(cleanup);
-
-async function rejection(promise: Promise<unknown>): Promise<QuarantineError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(error instanceof QuarantineError))
-    throw new Error(`expected a QuarantineError, got ${String(error)}`);
-  return error;
-}
 
 /** The repository with a planted foreign tmp_pack_* and another capture's live quarantine. */
 async function busyRepository(): Promise<{
@@ -120,7 +111,7 @@ describe("a capture interrupted while git add streams a large file", () => {
     const quarantine = await ownQuarantine(state.repo, "capture");
     expect((await readdir(path.join(quarantine, "pack"))).some((n) => n.startsWith("tmp_pack_"))).toBe(true);
     controller.abort();
-    await expectNothingLeftBehind(state, await rejection(running), "RECLAIM_ERR_QUARANTINE_ABORTED");
+    await expectNothingLeftBehind(state, await rejectionOf(running), "RECLAIM_ERR_QUARANTINE_ABORTED");
     await expectLaterCaptureStoresTheFile(state.repo);
   });
 
@@ -139,7 +130,7 @@ describe("a capture interrupted while git add streams a large file", () => {
     const running = capture(state.repo, { timeoutMs: 30_000, timer });
     await started;
     fire();
-    await expectNothingLeftBehind(state, await rejection(running), "RECLAIM_ERR_QUARANTINE_TIMEOUT");
+    await expectNothingLeftBehind(state, await rejectionOf(running), "RECLAIM_ERR_QUARANTINE_TIMEOUT");
     await expectLaterCaptureStoresTheFile(state.repo);
   });
 

@@ -5,6 +5,7 @@
 import { randomBytes, createHash, randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
 import { StorageError, StorageKey, type StorageProvider } from "../../src";
+import { rejectionOf } from "../rejection";
 
 export interface ContractSubject {
   provider(): StorageProvider;
@@ -18,15 +19,6 @@ export async function readAll(stream: Readable): Promise<Buffer> {
 
 export function sha256(data: Buffer): string {
   return createHash("sha256").update(data).digest("hex");
-}
-
-export async function rejection(promise: Promise<unknown>): Promise<StorageError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(error instanceof StorageError)) throw new Error(`expected a StorageError, got ${String(error)}`);
-  return error;
 }
 
 /** A stream that yields `data` in small pieces, then fails instead of ending. */
@@ -156,4 +148,8 @@ export function storageContract(subject: ContractSubject): void {
     await storage.delete(b);
     expect(await storage.head(a)).toEqual({ byteSize: 9 });
   });
+}
+
+export function rejection(promise: Promise<unknown>): Promise<StorageError> {
+  return rejectionOf(promise, StorageError);
 }
