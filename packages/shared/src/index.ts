@@ -1,5 +1,16 @@
 // Public API of @reclaim/shared: restore-point sealing, storage providers, object quarantine.
-export * from "./errors";
+export {
+  ReclaimError,
+  ConfigError,
+  SealError,
+  StorageError,
+  QuarantineError,
+  isPermanentError,
+  type ReclaimErrorCode,
+  type SealErrorCode,
+  type StorageErrorCode,
+  type QuarantineErrorCode,
+} from "./errors";
 export * from "./storage/storage-key";
 export * from "./storage/provider";
 export { createLocalDiskProvider, type LocalDiskOptions } from "./storage/local-disk";

@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv } from "node:crypto";
 import { Transform, type TransformCallback } from "node:stream";
 import { SealError } from "../errors";
+import { PIPELINE_HIGH_WATER_MARK } from "../stream-buffering";
 import {
   chunkAad,
   chunkNonce,
@@ -29,7 +30,7 @@ export class SealTransform extends Transform {
     params: PayloadParams,
     private readonly plaintextSize: number,
   ) {
-    super();
+    super({ highWaterMark: PIPELINE_HIGH_WATER_MARK });
     this.pending = new HeldBackChunk(params.chunkSize);
     this.push(preamble);
   }
@@ -87,7 +88,7 @@ export class OpenTransform extends Transform {
     private readonly expected: PayloadParams,
     private readonly plaintextSize: number,
   ) {
-    super();
+    super({ highWaterMark: PIPELINE_HIGH_WATER_MARK });
     this.pending = new HeldBackChunk(expected.chunkSize + TAG_BYTES);
     // The header (authenticated by the instance key) fixes the payload's exact length, which
     // tells a cut-off payload from a corrupt one even when the cut falls inside a chunk.

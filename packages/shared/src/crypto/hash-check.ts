@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { Transform, type TransformCallback } from "node:stream";
 import { SealError } from "../errors";
+import { PIPELINE_HIGH_WATER_MARK } from "../stream-buffering";
 
 /**
  * Passes stored bytes through and errors at their end when their SHA-256 is not the one the
@@ -11,7 +12,7 @@ export class HashCheck extends Transform {
   private readonly hash = createHash("sha256");
 
   constructor(private readonly expectedSha256: string) {
-    super();
+    super({ highWaterMark: PIPELINE_HIGH_WATER_MARK });
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {

@@ -115,7 +115,9 @@ async function tryCreate(
     await fs.createExclusive(temp, JSON.stringify(mine));
   } catch (error) {
     if (errnoCode(error) !== "ENOENT") throw error;
-    await fs.mkdir(dir).then(() => adjustSharedPerm(fs, options.shared, dir), ignore("EEXIST"));
+    for (const needed of [path.dirname(dir), dir]) {
+      await fs.mkdir(needed).then(() => adjustSharedPerm(fs, options.shared, needed), ignore("EEXIST"));
+    }
     return false;
   }
   try {

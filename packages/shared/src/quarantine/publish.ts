@@ -87,6 +87,8 @@ export async function publishQuarantine(
     packs.set(match[1]!, files);
   }
   const published: string[] = [];
+  if (packs.size > 0)
+    await step("creating the pack directory", () => ensureDir(options, path.join(objectsDir, "pack")));
   for (const [pack, extensions] of [...packs].sort(([a], [b]) => a.localeCompare(b))) {
     if (!extensions.has("idx") || !extensions.has("pack")) continue; // incomplete: git would ignore it
     await publishPack(options, packDir, path.join(objectsDir, "pack"), pack, extensions);

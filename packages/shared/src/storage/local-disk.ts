@@ -5,6 +5,7 @@ import path from "node:path";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { errnoCode, ReclaimError, StorageError } from "../errors";
+import { PIPELINE_HIGH_WATER_MARK } from "../stream-buffering";
 import { rangePastEnd, validateRange } from "./byte-range";
 import { measure, MeteredStream, validateByteLength } from "./metered-stream";
 import type { GetOptions, ObjectHead, StorageProvider, StoredObject } from "./provider";
@@ -65,7 +66,11 @@ export function createLocalDiskProvider(options: LocalDiskOptions): StorageProvi
         const temp = path.join(path.dirname(target), `.reclaim-tmp-${randomUUID()}`);
         try {
           const meter = new MeteredStream(byteLength);
-          await pipeline(body, meter, createWriteStream(temp, { flags: "wx", mode: 0o600 }));
+          await pipeline(
+            body,
+            meter,
+            createWriteStream(temp, { flags: "wx", mode: 0o600, highWaterMark: PIPELINE_HIGH_WATER_MARK }),
+          );
           await fsyncPath(temp, "r+");
           const sent = meter.digest();
           const stored = await measure(await openForRead(temp));
@@ -98,10 +103,11 @@ export function createLocalDiskProvider(options: LocalDiskOptions): StorageProvi
           if (range && range.offset >= size) throw rangePastEnd(range, size);
           const stream = range
             ? handle.createReadStream({
+                highWaterMark: PIPELINE_HIGH_WATER_MARK,
                 start: range.offset,
                 end: Math.min(size, range.offset + range.length) - 1,
               })
-            : handle.createReadStream();
+            : handle.createReadStream({ highWaterMark: PIPELINE_HIGH_WATER_MARK });
           return mapStreamErrors(stream, (error) => ioError(`get ${key.path}`, error));
         } catch (error) {
           await handle.close();
@@ -145,7 +151,7 @@ export function createLocalDiskProvider(options: LocalDiskOptions): StorageProvi
 
 async function openForRead(file: string): Promise<Readable> {
   const handle = await open(file, "r");
-  return handle.createReadStream();
+  return handle.createReadStream({ highWaterMark: PIPELINE_HIGH_WATER_MARK });
 }
 
 async function fsyncPath(target: string, flags: "r" | "r+"): Promise<void> {

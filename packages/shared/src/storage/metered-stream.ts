@@ -1,6 +1,7 @@
 import { createHash, type Hash } from "node:crypto";
 import { Transform, type TransformCallback, type Readable } from "node:stream";
 import { StorageError } from "../errors";
+import { PIPELINE_HIGH_WATER_MARK } from "../stream-buffering";
 
 /**
  * Passes bytes through while hashing them, and errors the moment the stream proves longer than
@@ -12,7 +13,7 @@ export class MeteredStream extends Transform {
   private seen = 0;
 
   constructor(private readonly expectedLength: number) {
-    super();
+    super({ highWaterMark: PIPELINE_HIGH_WATER_MARK });
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {

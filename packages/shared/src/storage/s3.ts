@@ -105,7 +105,7 @@ export function createS3Provider(options: S3Options): StorageProvider {
     }
   }
 
-  return {
+  const provider: StorageProvider = {
     kind: "s3",
 
     async put(key, body, byteLength): Promise<StoredObject> {
@@ -120,7 +120,7 @@ export function createS3Provider(options: S3Options): StorageProvider {
         throw s3StorageError(`put ${key.path}`, error);
       }
       const sent = meter.digest();
-      const stored = await measure(await this.get(key));
+      const stored = await measure(await provider.get(key));
       if (stored.sha256 !== sent.sha256 || stored.byteSize !== sent.byteSize) {
         throw new StorageError("RECLAIM_ERR_STORAGE_VERIFY_FAILED", `${key.path} read back differently`);
       }
@@ -157,11 +157,12 @@ export function createS3Provider(options: S3Options): StorageProvider {
       } catch (error) {
         if (!isS3NotFound(error)) throw s3StorageError(`delete ${key.path}`, error);
       }
-      if ((await this.head(key)) !== null) {
+      if ((await provider.head(key)) !== null) {
         throw new StorageError("RECLAIM_ERR_STORAGE_DELETE_UNCONFIRMED", key.path);
       }
     },
   };
+  return provider;
 }
 
 /** Buffers of exactly `size` bytes (the last one shorter), one held at a time. */

@@ -119,6 +119,7 @@ describe("failed publication", () => {
       "RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED",
     );
     expect((await stat(path.join(repo.objects, "pack", `${pack}.pack`))).ino).toBe(leftover.ino);
+    await fsckStrict(repo);
   });
 });
 
@@ -218,6 +219,7 @@ describe("pack ownership records", () => {
     expect(error.permanent).toBe(false);
     expect(waits).toBeGreaterThan(10);
     expect(packFiles(await packsIn(repo.objects))).toEqual([]);
+    await fsckStrict(repo);
   });
 });
 
