@@ -105,6 +105,7 @@ describe("the environment handed to git", () => {
     const read = (alternates: string): boolean => {
       try {
         execFileSync("git", ["cat-file", "-e", oid], {
+          stdio: "pipe", // the unquoted case makes git complain on stderr: expected
           cwd: other.dir,
           env: { ...gitEnv, GIT_ALTERNATE_OBJECT_DIRECTORIES: alternates },
         });
