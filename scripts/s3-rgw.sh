@@ -121,6 +121,11 @@ osd data = $dir/osd/0
 rgw frontends = beast endpoint=127.0.0.1:$port
 rgw data = $dir/rgw
 rgw dns name = 127.0.0.1
+# Free deleted objects' data within seconds instead of hours: the memstore is RAM-sized, and a
+# full OSD makes the gateway block requests instead of failing them.
+rgw gc obj min wait = 0
+rgw gc processor period = 10
+rgw gc processor max time = 10
 EOF
   monmaptool --create --add a "127.0.0.1:$mon_port" --fsid "$fsid" "$dir/monmap" >/dev/null
   ceph-mon -c "$conf" --mkfs -i a --monmap "$dir/monmap" >/dev/null 2>&1

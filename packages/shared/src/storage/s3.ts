@@ -28,12 +28,14 @@ export interface S3Options {
   sessionToken?: string;
   /**
    * Bytes per multipart part, and the size above which uploads are multipart. One part is held
-   * in memory at a time. Default 16 MiB; S3 allows 5 MiB to 5 GiB.
+   * in memory at a time. Default 8 MiB (with S3's 10,000 parts: objects up to 78 GiB); S3
+   * allows 5 MiB to 5 GiB per part. 16 MiB parts cost ~45 MiB more peak RSS when sealing 1 GiB
+   * into RGW here.
    */
   partSize?: number;
 }
 
-export const DEFAULT_S3_PART_SIZE = 16 * 1024 * 1024;
+export const DEFAULT_S3_PART_SIZE = 8 * 1024 * 1024;
 const MIN_PART_SIZE = 5 * 1024 * 1024;
 
 /**
@@ -68,20 +70,22 @@ export function createS3Provider(options: S3Options): StorageProvider {
   });
   const objectName = (key: StorageKey): string => (prefix ? `${prefix}/${key.path}` : key.path);
 
-  async function upload(name: string, body: Readable): Promise<void> {
-    const parts = partsOf(body, partSize);
-    const first = await parts.next();
-    const second = first.done ? first : await parts.next();
-    if (second.done) {
-      await client.putObject(bucket, name, first.done ? Buffer.alloc(0) : first.value);
+  async function upload(name: string, body: Readable, byteLength: number): Promise<void> {
+    // A small object (a 132-byte seal header) gets a buffer of its own size, not a part's.
+    const parts = partsOf(body, Math.max(1, Math.min(partSize, byteLength)));
+    if (byteLength <= partSize) {
+      const only = await parts.next();
+      const rest = only.done ? only : await parts.next(); // drives the length check to the end
+      if (!rest.done)
+        throw new StorageError("RECLAIM_ERR_STORAGE_LENGTH_MISMATCH", `more than ${byteLength} bytes`);
+      await client.putObject(bucket, name, only.done ? Buffer.alloc(0) : only.value);
       return;
     }
     const uploadId = await client.initiateNewMultipartUpload(bucket, name, {});
     try {
       const etags: { part: number; etag: string }[] = [];
-      let part = 0;
-      const send = async (chunk: Buffer): Promise<void> => {
-        part += 1;
+      for await (const chunk of parts) {
+        const part = etags.length + 1;
         const md5 = createHash("md5").update(chunk).digest("base64");
         const uploaded = await client.uploadPart(
           {
@@ -94,10 +98,7 @@ export function createS3Provider(options: S3Options): StorageProvider {
           chunk,
         );
         etags.push({ part, etag: uploaded.etag });
-      };
-      await send(first.value as Buffer);
-      await send(second.value);
-      for await (const chunk of parts) await send(chunk);
+      }
       await client.completeMultipartUpload(bucket, name, uploadId, etags);
     } catch (error) {
       await client.abortMultipartUpload(bucket, name, uploadId).catch(() => undefined);
@@ -114,7 +115,7 @@ export function createS3Provider(options: S3Options): StorageProvider {
       const meter = new MeteredStream(byteLength);
       const metered = pipeline(body, meter, () => undefined);
       try {
-        await upload(name, metered);
+        await upload(name, metered, byteLength);
       } catch (error) {
         body.destroy();
         throw s3StorageError(`put ${key.path}`, error);
@@ -165,24 +166,25 @@ export function createS3Provider(options: S3Options): StorageProvider {
   return provider;
 }
 
-/** Buffers of exactly `size` bytes (the last one shorter), one held at a time. */
+/**
+ * Parts of exactly `size` bytes (the last one shorter), copied straight into one buffer per
+ * part: one part is held at a time, which is what keeps a multi-GiB upload's memory flat.
+ */
 async function* partsOf(source: Readable, size: number): AsyncGenerator<Buffer> {
-  let pending: Buffer[] = [];
-  let pendingBytes = 0;
+  let part = Buffer.allocUnsafe(size);
+  let filled = 0;
   for await (const chunk of source as AsyncIterable<Buffer>) {
-    let rest = chunk;
-    while (pendingBytes + rest.length >= size) {
-      const take = size - pendingBytes;
-      pending.push(rest.subarray(0, take));
-      yield Buffer.concat(pending, size);
-      pending = [];
-      pendingBytes = 0;
-      rest = rest.subarray(take);
-    }
-    if (rest.length > 0) {
-      pending.push(rest);
-      pendingBytes += rest.length;
+    let offset = 0;
+    while (offset < chunk.length) {
+      const copied = chunk.copy(part, filled, offset);
+      filled += copied;
+      offset += copied;
+      if (filled === size) {
+        yield part;
+        part = Buffer.allocUnsafe(size);
+        filled = 0;
+      }
     }
   }
-  if (pendingBytes > 0) yield Buffer.concat(pending, pendingBytes);
+  if (filled > 0) yield part.subarray(0, filled);
 }
