@@ -6,6 +6,7 @@ import { validateRange } from "./byte-range";
 import { measure, MeteredStream, validateByteLength } from "./metered-stream";
 import type { GetOptions, ObjectHead, StorageProvider, StoredObject } from "./provider";
 import { isS3NotFound, s3StorageError } from "./s3-errors";
+import { idleLimitedTransport } from "./s3-transport";
 import type { StorageKey } from "./storage-key";
 import { mapStreamErrors } from "./stream-errors";
 
@@ -33,6 +34,11 @@ export interface S3Options {
    * into RGW here.
    */
   partSize?: number;
+  /**
+   * Milliseconds a request may go without receiving or sending a byte before it fails as
+   * RECLAIM_ERR_STORAGE_UNAVAILABLE. Default 60000.
+   */
+  requestIdleTimeoutMs?: number;
 }
 
 export const DEFAULT_S3_PART_SIZE = 8 * 1024 * 1024;
@@ -54,13 +60,22 @@ export function createS3Provider(options: S3Options): StorageProvider {
       `must be an integer of at least ${MIN_PART_SIZE} bytes (got ${partSize})`,
     );
   }
+  const idleMs = options.requestIdleTimeoutMs ?? 60_000;
+  if (!Number.isFinite(idleMs) || idleMs <= 0) {
+    throw new ConfigError(
+      "requestIdleTimeoutMs",
+      `must be a positive number of milliseconds (got ${idleMs})`,
+    );
+  }
   const bucket = options.bucket;
   const prefix = (options.prefix ?? "").replace(/^\/+|\/+$/g, "");
   const endpoint = new URL(options.endpoint ?? "https://s3.amazonaws.com");
+  const useSSL = endpoint.protocol === "https:";
   const client = new Client({
     endPoint: endpoint.hostname,
     port: endpoint.port ? Number(endpoint.port) : undefined,
-    useSSL: endpoint.protocol === "https:",
+    useSSL,
+    transport: idleLimitedTransport(useSSL, idleMs),
     region: options.region ?? "us-east-1",
     pathStyle: options.forcePathStyle ?? false,
     accessKey: options.accessKeyId,

@@ -125,6 +125,35 @@ describe("sealing on s3 (Ceph RGW)", () => {
   });
 });
 
+describe("s3 provider against a server that stops answering", () => {
+  const company = randomUUID();
+  it("fails a request that gets no byte within the idle limit as retryable unavailability", async () => {
+    // Accepts connections and reads requests, never answers: how a full Ceph OSD behaves.
+    const sockets: net.Socket[] = [];
+    const silent = net.createServer((socket) => {
+      sockets.push(socket);
+      socket.resume();
+    });
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = silent.address() as net.AddressInfo;
+      const storage = createS3Provider({
+        ...options,
+        endpoint: `http://127.0.0.1:${port}`,
+        requestIdleTimeoutMs: 200,
+      });
+      const error = await rejection(
+        storage.put(StorageKey.of(company, "silent/object"), Readable.from([Buffer.from("work")]), 4),
+      );
+      expect(error.code).toBe("RECLAIM_ERR_STORAGE_UNAVAILABLE");
+      expect(error.message).toContain("ETIMEDOUT");
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
+  });
+});
+
 /** A loopback port nothing listens on: bound once by us, then closed. */
 async function closedPort(): Promise<number> {
   const server = net.createServer();
