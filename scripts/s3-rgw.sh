@@ -9,6 +9,12 @@
 #                              reused, never started twice.
 #   scripts/s3-rgw.sh stop     stop the daemons this state dir started (by pid) and remove the dir.
 #   scripts/s3-rgw.sh status   exit 0 when the gateway answers, 1 otherwise.
+#   scripts/s3-rgw.sh acquire <id>   a test run's lease: start (or reuse) the gateway and print
+#                              its variables; a gateway started this way is owned by the leases.
+#   scripts/s3-rgw.sh release <id>   drop the lease; the last live lease stops a gateway that
+#                              leases started (one started by hand is never stopped).
+# Every command runs under one lock (flock on <dir>.lock), so concurrent test runs in several
+# worktrees never start, stop or judge the leases at the same time.
 #
 # Cost on the reference machine (2 cores): ~17 s for the packages on a clean machine, ~12 s to
 # start, ~350 MB RAM while running. Data lives in RAM (memstore): nothing survives `stop`.
@@ -141,7 +147,8 @@ rgw gc processor max time = 10
 EOF
   monmaptool --create --add a "127.0.0.1:$mon_port" --fsid "$fsid" "$dir/monmap" >/dev/null
   ceph-mon -c "$conf" --mkfs -i a --monmap "$dir/monmap" >/dev/null 2>&1
-  ceph-mon -c "$conf" -i a
+  # Daemons must not inherit fd 9 (the lock), or they would hold it for their lifetime.
+  ceph-mon -c "$conf" -i a 9>&-
   wait_port "$mon_port" ceph-mon
   # Register the OSD first, then make its store with that uuid: `--mkfs` without one
   # sometimes writes an all-zero uuid and cluster fsid, and the monitor then refuses the OSD
@@ -168,7 +175,7 @@ EOF
   # cluster fsid, is refused ("wrong fsid") and exits: starting it again is enough.
   local started=0
   for _ in $(seq 1 5); do
-    if ceph-osd -c "$conf" -i 0 2>>"$dir/log/osd-start.log"; then
+    if ceph-osd -c "$conf" -i 0 2>>"$dir/log/osd-start.log" 9>&-; then
       started=1
       break
     fi
@@ -179,7 +186,7 @@ EOF
     timeout 10 ceph -c "$conf" osd stat 2>/dev/null | grep -q "1 up" && break
     sleep 0.2
   done
-  radosgw -c "$conf" -n client.rgw.a
+  radosgw -c "$conf" -n client.rgw.a 9>&-
   wait_port "$port" radosgw
   timeout 60 radosgw-admin -c "$conf" user create --uid reclaim-test --display-name "Reclaim tests" \
     --access-key "$access_key" --secret "$secret_key" >/dev/null 2>&1 ||
@@ -188,12 +195,45 @@ EOF
   print_env
 }
 
+leases="$dir.leases"
+owned="$dir.leases/.started-by-leases"
+
+live_leases() {
+  local f
+  for f in "$leases"/*; do
+    [ -e "$f" ] || continue
+    running "$(basename "$f")" && echo "$f"
+  done
+}
+
+acquire() { # <pid of the test run>
+  mkdir -p "$leases"
+  if ! { [ -f "$dir/ready" ] && reachable "$port"; }; then
+    start >/dev/null
+    touch "$owned"
+  fi
+  touch "$leases/$1"
+  print_env
+}
+
+release() { # <pid of the test run>
+  rm -f "$leases/$1"
+  if [ -z "$(live_leases)" ] && [ -f "$owned" ]; then
+    stop
+    rm -rf "$leases"
+  fi
+}
+
+exec 9>"$dir.lock"
+flock 9
 case "${1:-}" in
 start) start ;;
 stop) stop ;;
 status) [ -f "$dir/ready" ] && reachable "$port" ;;
+acquire) acquire "${2:?pid}" ;;
+release) release "${2:?pid}" ;;
 *)
-  echo "usage: $0 start|stop|status" >&2
+  echo "usage: $0 start|stop|status|acquire <pid>|release <pid>" >&2
   exit 2
   ;;
 esac

@@ -2,23 +2,18 @@
  * The real S3 server for tests: a Ceph RADOS Gateway started by `scripts/s3-rgw.sh` (see its
  * header for the recipe and cost: ~12 s and ~350 MB RAM, plus ~17 s of apt-get on a clean
  * machine). The Jest global setup starts it once per run, or reuses one already running.
- * Each run holds a lease (`<state dir>/leases/<pid>`) while it uses the gateway; the last
- * run to finish stops a gateway that test runs started, so two runs on one machine (two
- * worktrees) share one gateway without one stopping it under the other. A gateway started by
- * hand (`scripts/s3-rgw.sh start`) is never stopped by tests.
+ * Each run holds a lease (`scripts/s3-rgw.sh acquire|release <pid>`, all under the script's
+ * lock) while it uses the gateway; the last run to finish stops a gateway that leases started,
+ * so two runs on one machine (two worktrees) share one gateway without one stopping it under
+ * the other. A gateway started by hand (`scripts/s3-rgw.sh start`) is never stopped by tests.
  *
  * A failure to start does not abort the run: the variables below carry the error instead, so
  * suites that do not use S3 still run and every S3 suite fails with the reason.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readdirSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import path from "node:path";
 
 const SCRIPT = path.resolve(__dirname, "../../../../scripts/s3-rgw.sh");
-/** Same default as the script's RECLAIM_RGW_DIR. */
-const STATE_DIR = process.env.RECLAIM_RGW_DIR ?? "/tmp/reclaim-rgw";
-const LEASES = path.join(STATE_DIR, "leases");
-const STARTED_BY_TESTS = path.join(STATE_DIR, "started-by-tests");
 
 export interface TestS3Server {
   endpoint: string;
@@ -27,11 +22,11 @@ export interface TestS3Server {
   region: string;
 }
 
-/** Starts (or reuses) the gateway and exports its settings to this process's environment. */
+/** Takes this run's lease on the gateway (starting it if needed) and exports its settings. */
 export function startTestS3(): void {
   if (process.env.RECLAIM_TEST_S3_ENDPOINT) return; // pointed at a server by the caller
-  const running = runScript("status") !== null;
-  const out = runScript("start");
+  const lease = String(process.pid);
+  const out = runScript("acquire", lease);
   if (out === null) {
     process.env.RECLAIM_TEST_S3_ERROR = lastError;
     return;
@@ -40,28 +35,13 @@ export function startTestS3(): void {
     const match = /^export (RECLAIM_TEST_S3_[A-Z_]+)=(.*)$/.exec(line.trim());
     if (match) process.env[match[1]!] = match[2]!;
   }
-  if (!running) writeFileSync(STARTED_BY_TESTS, "");
-  mkdirSync(LEASES, { recursive: true });
-  writeFileSync(path.join(LEASES, String(process.pid)), "");
-  process.env.RECLAIM_TEST_S3_LEASE = String(process.pid);
+  process.env.RECLAIM_TEST_S3_LEASE = lease;
 }
 
-/** Drops this run's lease; stops the gateway when test runs started it and no run still uses it. */
+/** Drops this run's lease; the script stops the gateway when leases started it and none is left. */
 export function stopTestS3(): void {
   const lease = process.env.RECLAIM_TEST_S3_LEASE;
-  if (!lease) return;
-  rmSync(path.join(LEASES, lease), { force: true });
-  const others = existsSync(LEASES) ? readdirSync(LEASES).filter((pid) => alive(Number(pid))) : [];
-  if (others.length === 0 && existsSync(STARTED_BY_TESTS)) runScript("stop");
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+  if (lease) runScript("release", lease);
 }
 
 /** The server's settings inside a test; throws the start-up failure when there is none. */
@@ -82,9 +62,9 @@ export function testS3Server(): TestS3Server {
 
 let lastError = "";
 
-function runScript(command: "start" | "stop" | "status"): string | null {
+function runScript(command: "acquire" | "release", lease: string): string | null {
   try {
-    return execFileSync("bash", [SCRIPT, command], {
+    return execFileSync("bash", [SCRIPT, command, lease], {
       encoding: "utf8",
       stdio: ["ignore", "pipe", "pipe"],
       timeout: 300_000,
