@@ -4,8 +4,9 @@
  */
 import type { DomainId } from "./ids";
 import { nativeWorkspaceSync } from "./native-workspace-sync";
+import { skillVersionCaches } from "./skill-version-caches";
 import type { AnyDomain } from "./types";
 
-export const IMPLEMENTED_DOMAINS: readonly AnyDomain[] = [nativeWorkspaceSync];
+export const IMPLEMENTED_DOMAINS: readonly AnyDomain[] = [nativeWorkspaceSync, skillVersionCaches];
 
 export const domainRegistry: ReadonlyMap<DomainId, AnyDomain> = new Map(IMPLEMENTED_DOMAINS.map((d) => [d.id, d]));
