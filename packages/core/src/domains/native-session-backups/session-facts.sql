@@ -40,7 +40,7 @@ runs AS (
     JOIN heartbeat_runs r ON r.id = listed.id::uuid AND r.company_id = s.company_id
 ),
 session_issues AS (
-  SELECT scope, id::uuid AS id FROM runs
+  SELECT scope, issue_id::uuid AS id FROM runs
    WHERE issue_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
   UNION
   SELECT s.scope, listed.id::uuid FROM sessions s CROSS JOIN LATERAL jsonb_array_elements_text(s.listed_issues) listed(id)
