@@ -44,6 +44,11 @@ const RETRY_MS = 15 * MINUTE_MS;
 /** Claims that start the session walk from the top, and the evidence check. */
 const SESSION_REASONS = new Set(["startup", "hourly", "retry"]);
 const EVIDENCE_REASONS = new Set(["startup", "evidence", "retry"]);
+/**
+ * The evidence cursor of a check that is due but had no room in its batch: non-null, so
+ * the continuation runs it, and before every key, so it starts from the beginning.
+ */
+const EVIDENCE_NOT_STARTED = "";
 
 export interface Prepared {
   root: string;
@@ -55,8 +60,6 @@ export interface Prepared {
   /** null when the evidence check is not due in this batch. */
   evidence: EvidenceEntry[] | null;
   evidenceMore: boolean;
-  /** The evidence check is due but this batch had no room for it. */
-  evidenceDeferred: boolean;
   emptyArchiveDirs: string[];
 }
 
@@ -86,13 +89,22 @@ const later = (ctx: Ctx, ms: number) => new Date(ctx.startedAt.getTime() + ms);
 const rel = (key: string) => `${SESSIONS_DIR}/${key}`;
 const copyRel = (session: string) => rel(`${session}/${BACKUPS_DIR}/${CURRENT}`);
 
-function due(ctx: Ctx, reasons: Set<string>): boolean {
-  return ctx.kind === "sweep" || ctx.claimed.some((c) => reasons.has(c.reason));
+/**
+ * Whether a walk starts from the top in this job. A walk with a cursor always continues.
+ * A requested sweep runs both walks on its first page; a later page (it carries a cursor)
+ * runs only the walks that have not finished, so the session walk runs once per diagnosis.
+ */
+async function startsFresh(ctx: Ctx, walk: "sessions" | "evidence"): Promise<boolean> {
+  if (ctx.kind === "sweep") {
+    const other = await ctx.readCursor(walk === "sessions" ? "evidence" : "sessions");
+    return walk === "evidence" || other === null;
+  }
+  return ctx.claimed.some((c) => (walk === "sessions" ? SESSION_REASONS : EVIDENCE_REASONS).has(c.reason));
 }
 
 async function walkSessions(ctx: Ctx, root: string, names: string[], budget: number) {
   const after = await ctx.readCursor("sessions");
-  if (after === null && !due(ctx, SESSION_REASONS)) return { ran: false, sessions: [], more: false };
+  if (after === null && !(await startsFresh(ctx, "sessions"))) return { ran: false, sessions: [], more: false };
   const start = after === null ? 0 : names.findIndex((n) => n > after);
   const todo = start < 0 ? [] : names.slice(start);
   const sessions: SessionSurvey[] = [];
@@ -123,17 +135,17 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
     sessionsMore: walked.more,
     evidence: null,
     evidenceMore: false,
-    evidenceDeferred: false,
     emptyArchiveDirs: [],
   };
   // Sessions skipped by a company filter still moved the walk: remember where it stopped.
   if (walked.more && walked.sessions.length === 0 && walked.lastLooked) await ctx.writeCursor("sessions", walked.lastLooked);
 
   const evidenceAfter = await ctx.readCursor("evidence");
-  if (ctx.scope !== INSTANCE_SCOPE || (evidenceAfter === null && !due(ctx, EVIDENCE_REASONS))) return prepared;
+  if (ctx.scope !== INSTANCE_SCOPE || (evidenceAfter === null && !(await startsFresh(ctx, "evidence")))) return prepared;
   const room = LIMITS.entriesPerBatch - walked.sessions.length;
   if (room <= 0 || ctx.signal.aborted) {
-    prepared.evidenceDeferred = true;
+    if (evidenceAfter === null) await ctx.writeCursor("evidence", EVIDENCE_NOT_STARTED);
+    ctx.deadlines.at("continue", ctx.startedAt);
     return prepared;
   }
   const listing = await listEvidence(root, names);
@@ -244,14 +256,16 @@ async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): Promise
     try {
       const to = await retire(session.current!.path, ".retiring", session.current!.identity ?? undefined);
       retiring.push({ session, path: to, facts: now });
-      await ctx.faults.hit("native-session-backups.after-retiring-rename");
     } catch (error) {
       if (!(error instanceof RetireRefused)) {
         await undo(retiring);
         throw error;
       }
       ctx.report.skip(id, error.reason === "identity_changed" ? "copy_changed" : error.reason, { companyId });
+      continue;
     }
+    // A crash here leaves `.retiring-*` with no `current`: the next batch restores it.
+    await ctx.faults.hit("native-session-backups.after-retiring-rename");
   }
   if (retiring.length === 0) return handled;
 
@@ -328,11 +342,12 @@ async function expireEvidence(batch: Batch, prepared: Prepared): Promise<number>
     if (ctx.dryRun) continue;
     try {
       batch.delete({ rel: id, path: await retire(entry.path, ".expired"), archiveDir });
-      await ctx.faults.hit("native-session-backups.after-evidence-rename");
     } catch (error) {
       if (!(error instanceof RetireRefused)) throw error;
       if (error.reason !== "missing") ctx.report.skip(id, error.reason);
+      continue;
     }
+    await ctx.faults.hit("native-session-backups.after-evidence-rename");
   }
   // Nothing polls: the oldest retained entry says when to look again; a busy session or
   // unknown liveness, at the next hourly sweep.
@@ -351,7 +366,6 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
   const sessionNames = prepared.sessions.map((s) => s.name);
   if (prepared.sessionsRan) await move("sessions", sessionsHandled, sessionNames, prepared.sessionsMore, tx);
 
-  if (prepared.evidenceDeferred) ctx.deadlines.at("evidence", ctx.startedAt);
   if (prepared.evidence !== null) {
     const handled = await expireEvidence(batch, prepared);
     await move("evidence", handled, prepared.evidence.map((e) => e.key), prepared.evidenceMore, tx);
