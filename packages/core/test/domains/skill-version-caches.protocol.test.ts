@@ -89,21 +89,19 @@ describe("batches", () => {
   it("stop between entries when the diagnosis is cancelled, with a cursor to continue from", async () => {
     const c = await company();
     await cachedSkill(stack, c, 10);
-    let jobId!: string;
-    let started!: () => void;
-    const known = new Promise<void>((resolve) => (started = resolve));
+    let started!: (jobId: string) => void;
+    const jobIdKnown = new Promise<string>((resolve) => (started = resolve));
     let hits = 0;
     const onEntry = async () => {
       hits += 1;
       if (hits < 3) return void at("entry-examined", onEntry);
-      await known;
-      expect((await stack.api("POST", `/v1/jobs/${jobId}/cancel`)).status).toBe(202);
+      expect((await stack.api("POST", `/v1/jobs/${await jobIdKnown}/cancel`)).status).toBe(202);
       await sleep(500); // let the cancellation message reach the worker
     };
     at("entry-examined", onEntry);
     const response = await stack.api("POST", "/v1/sweeps", { domain: DOMAIN, companyId: c, dryRun: true });
-    jobId = response.body.jobId;
-    started();
+    const jobId: string = response.body.jobId;
+    started(jobId);
     const report = await waitFor(async () => {
       const job = await stack.api("GET", `/v1/jobs/${jobId}`);
       return job.body.state === "completed" ? job.body.report : null;
