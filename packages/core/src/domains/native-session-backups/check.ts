@@ -396,7 +396,10 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
       if (item.archiveDir) archiveDirs.add(item.archiveDir);
     } catch {
       ctx.report.failed(item.rel, "delete_failed");
-      ctx.deadlines.at(item.archiveDir || item.rel.includes("/quarantine/") ? "evidence" : "retry", later(ctx, item.archiveDir ? SWEEP_INTERVAL_MS : RETRY_MS));
+      // Evidence is looked at again on the next sweep after a failed removal; copies retry.
+      const evidence = item.archiveDir !== undefined || item.rel.includes("/quarantine/");
+      if (evidence) ctx.deadlines.at("evidence", later(ctx, SWEEP_INTERVAL_MS));
+      else ctx.deadlines.at("retry", later(ctx, RETRY_MS));
     }
   }
   for (const dir of archiveDirs) {
