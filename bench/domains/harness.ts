@@ -52,20 +52,38 @@ export async function openBench(env: Record<string, string> = {}): Promise<Bench
   const configs = new Map<DomainId, DomainControls>();
   for (const [id, domain] of domainRegistry) configs.set(id, domain.readConfig(env));
   const queues = { syncSoon: () => undefined } as unknown as DeadlineQueues;
-  const deps = { db, queues, clock: systemClock, instanceRoot, log: silentLogger, faults: FaultPoints.none(), configs, domains: domainRegistry };
+  const deps = {
+    db,
+    queues,
+    clock: systemClock,
+    instanceRoot,
+    log: silentLogger,
+    faults: FaultPoints.none(),
+    configs,
+    domains: domainRegistry,
+  };
   return {
     db,
     instanceRoot,
     async run(domain, scope, options = {}) {
       const before = statements;
       const started = process.hrtime.bigint();
-      const report = await runJob({ ...deps, instanceRoot: options.instanceRoot ?? instanceRoot }, {
-        id: `bench-${randomUUID()}`,
-        data: { kind: "sweep", domain, scope, dryRun: options.dryRun ?? false, ...(options.cursor ? { cursor: options.cursor } : {}) },
-        attemptsMade: 0,
-        attempts: 1,
-        signal: new AbortController().signal,
-      });
+      const report = await runJob(
+        { ...deps, instanceRoot: options.instanceRoot ?? instanceRoot },
+        {
+          id: `bench-${randomUUID()}`,
+          data: {
+            kind: "sweep",
+            domain,
+            scope,
+            dryRun: options.dryRun ?? false,
+            ...(options.cursor ? { cursor: options.cursor } : {}),
+          },
+          attemptsMade: 0,
+          attempts: 1,
+          signal: new AbortController().signal,
+        },
+      );
       return { report, queries: statements - before, ms: Number(process.hrtime.bigint() - started) / 1e6 };
     },
     async close() {

@@ -32,13 +32,23 @@ async function sessions(bench: Bench, root: string, count: number): Promise<stri
       const sessionId = `codex-${randomUUID()}`;
       const issueId = randomUUID();
       issues.push({ id: issueId, companyId, status: "done", completedAt: ago(10), updatedAt: ago(10) });
-      runs.push({ companyId, status: "succeeded", finishedAt: ago(9), sessionIdAfter: sessionId, contextSnapshot: { issueId } });
+      runs.push({
+        companyId,
+        status: "succeeded",
+        finishedAt: ago(9),
+        sessionIdAfter: sessionId,
+        contextSnapshot: { issueId },
+      });
       tasks.push({ companyId, taskKey: `issue:${issueId}`, sessionParams: { sessionId } });
       const dir = path.join(root, "runtime/paperclip-runner/durable-sessions", scope);
       await mkdir(dir, { recursive: true });
       await writeFile(path.join(dir, "control-plane.json"), JSON.stringify({ companyId, sessionId }));
       const copy = path.join(dir, "failover-backups", "current");
-      await writeTree(copy, { "manifest.json": "{}", "runner/runner-state.json": "{}", "codex-home/sessions/t.jsonl": 4096 }, ago(9));
+      await writeTree(
+        copy,
+        { "manifest.json": "{}", "runner/runner-state.json": "{}", "codex-home/sessions/t.jsonl": 4096 },
+        ago(9),
+      );
       copies.push(copy);
     }
     await bench.db.issue.createMany({ data: issues });
@@ -51,7 +61,9 @@ async function sessions(bench: Bench, root: string, count: number): Promise<stri
 async function main() {
   const bench = await openBench();
   try {
-    await bench.db.reclaimNativeSessionLiveness.create({ data: { sessions: [], reportedAt: new Date(Date.now() + DAY), receivedAt: new Date() } });
+    await bench.db.reclaimNativeSessionLiveness.create({
+      data: { sessions: [], reportedAt: new Date(Date.now() + DAY), receivedAt: new Date() },
+    });
     process.stdout.write(`setting up ${SESSIONS} sessions...\n`);
     const copies = await sessions(bench, bench.instanceRoot, SESSIONS);
 
@@ -71,7 +83,9 @@ async function main() {
     for (const size of [20, 50]) {
       const root = path.join(bench.instanceRoot, `batch-${size}`);
       await sessions(bench, root, size);
-      const { report, queries } = await bench.run("native-session-backups", INSTANCE_SCOPE, { instanceRoot: root });
+      const { report, queries } = await bench.run("native-session-backups", INSTANCE_SCOPE, {
+        instanceRoot: root,
+      });
       process.stdout.write(
         `batch of ${report.checked} sessions (${report.removed} expired): ${queries} SQL statements (job pipeline included)\n`,
       );

@@ -17,7 +17,11 @@ const SKILLS = 10;
 const VERSIONS = 10;
 const old = new Date(Date.now() - 24 * 3600_000);
 
-async function company(bench: Bench, skills: number, versions: number): Promise<{ id: string; dirs: string[] }> {
+async function company(
+  bench: Bench,
+  skills: number,
+  versions: number,
+): Promise<{ id: string; dirs: string[] }> {
   const id = randomUUID();
   const root = path.join(bench.instanceRoot, "skills", id);
   await writeTree(path.join(root, "__version_access__"), { ".observation-started": "" }, old);
@@ -30,27 +34,41 @@ async function company(bench: Bench, skills: number, versions: number): Promise<
     await bench.db.companySkill.create({ data: { id: skill, companyId: id, currentVersionId: ids.at(-1)! } });
     for (const v of ids) {
       const dir = path.join(root, "__versions__", skill, v);
-      await writeTree(dir, { "SKILL.md": "# skill", "bin/run.sh": "#!/bin/sh\n", "assets/data.bin": 4096 }, old);
+      await writeTree(
+        dir,
+        { "SKILL.md": "# skill", "bin/run.sh": "#!/bin/sh\n", "assets/data.bin": 4096 },
+        old,
+      );
       dirs.push(dir);
     }
   }
   await bench.db.companySkillVersion.createMany({ data: rows });
   // Some pins, so the pin joins have rows to look at.
   const run = await bench.db.heartbeatRun.create({ data: { companyId: id, status: "running" } });
-  await bench.db.companySkillRunPin.create({ data: { companyId: id, heartbeatRunId: run.id, companySkillId: rows[0]!.companySkillId, companySkillVersionId: rows[0]!.id } });
+  await bench.db.companySkillRunPin.create({
+    data: {
+      companyId: id,
+      heartbeatRunId: run.id,
+      companySkillId: rows[0]!.companySkillId,
+      companySkillVersionId: rows[0]!.id,
+    },
+  });
   return { id, dirs };
 }
 
 async function main() {
   const bench = await openBench();
   try {
-    process.stdout.write(`setting up ${COMPANIES * SKILLS * VERSIONS} versions across ${COMPANIES} companies...\n`);
+    process.stdout.write(
+      `setting up ${COMPANIES * SKILLS * VERSIONS} versions across ${COMPANIES} companies...\n`,
+    );
     const companies = [];
     for (let i = 0; i < COMPANIES; i++) companies.push(await company(bench, SKILLS, VERSIONS));
 
     const baselineStart = process.hrtime.bigint();
     let surveyed = 0;
-    for (const c of companies) for (const dir of c.dirs) surveyed += (await treeStats(dir)).entries > 0 ? 1 : 0;
+    for (const c of companies)
+      for (const dir of c.dirs) surveyed += (await treeStats(dir)).entries > 0 ? 1 : 0;
     const baselineMs = Number(process.hrtime.bigint() - baselineStart) / 1e6;
 
     let checked = 0;

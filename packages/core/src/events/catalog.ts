@@ -62,7 +62,9 @@ export const eventSchemas = {
       status: z.string().min(1).optional(),
     })
     .describe("An execution workspace changed (archived, reopened, ...)"),
-  "company.deleted": z.object({ type: z.literal("company.deleted"), companyId }).describe("A company was deleted"),
+  "company.deleted": z
+    .object({ type: z.literal("company.deleted"), companyId })
+    .describe("A company was deleted"),
   // The two events below describe the whole instance, not one company: `companyId` is optional.
   "native_sessions.live": z
     .object({
@@ -71,15 +73,24 @@ export const eventSchemas = {
       sessions: z
         .array(
           z.object({
-            id: z.string().min(1).max(512).describe("The session scope: its directory name under durable-sessions/"),
+            id: z
+              .string()
+              .min(1)
+              .max(512)
+              .describe("The session scope: its directory name under durable-sessions/"),
             state: z.enum(NATIVE_SESSION_LIVE_STATES),
-            cleanupPending: z.boolean().optional().describe("A cleanup activation is pending for the session"),
+            cleanupPending: z
+              .boolean()
+              .optional()
+              .describe("A cleanup activation is pending for the session"),
           }),
         )
         .max(100_000),
       reportedAt: z.iso.datetime({ offset: true }).describe("When the server took this snapshot"),
     })
-    .describe("The full set of native sessions live in the Paperclip server right now (replaces the previous report)"),
+    .describe(
+      "The full set of native sessions live in the Paperclip server right now (replaces the previous report)",
+    ),
   "native_sessions.evidence_written": z
     .object({
       type: z.literal("native_sessions.evidence_written"),

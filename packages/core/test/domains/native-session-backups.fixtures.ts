@@ -13,7 +13,8 @@ export function sessionsRoot(stack: Stack): string {
 }
 
 export const sessionDir = (stack: Stack, scope: string) => path.join(sessionsRoot(stack), scope);
-export const currentDir = (stack: Stack, scope: string) => path.join(sessionDir(stack, scope), "failover-backups", "current");
+export const currentDir = (stack: Stack, scope: string) =>
+  path.join(sessionDir(stack, scope), "failover-backups", "current");
 export const copyId = (scope: string) => `${SESSIONS}/${scope}/failover-backups/current`;
 
 /** A session scope name as the runner makes them (sha256 hex). */
@@ -44,7 +45,10 @@ export async function writeCopy(stack: Stack, scope: string, ageDays: number): P
 
 export async function writeState(stack: Stack, scope: string, state: unknown): Promise<void> {
   await mkdir(sessionDir(stack, scope), { recursive: true });
-  await writeFile(path.join(sessionDir(stack, scope), "control-plane.json"), typeof state === "string" ? state : JSON.stringify(state));
+  await writeFile(
+    path.join(sessionDir(stack, scope), "control-plane.json"),
+    typeof state === "string" ? state : JSON.stringify(state),
+  );
 }
 
 export interface SessionOptions {
@@ -118,7 +122,12 @@ export function outcomeOf(report: Report, id: string): string | undefined {
 }
 
 /** Evidence entries: a continuity-break archive and a quarantine entry, written `ageDays` ago. */
-export async function writeArchive(stack: Stack, scope: string, ageDays: number, epoch = daysAgo(ageDays).getTime()) {
+export async function writeArchive(
+  stack: Stack,
+  scope: string,
+  ageDays: number,
+  epoch = daysAgo(ageDays).getTime(),
+) {
   const name = `${epoch}-${randomUUID()}`;
   const dir = path.join(sessionDir(stack, scope), "continuity-breaks", name);
   await writeTree(dir, { "codex-home/thread.jsonl": 16 * 1024 }, daysAgo(ageDays));

@@ -34,7 +34,12 @@ const at = (point: string, handler: Handler) => armed.set(`native-session-backup
 const crash = () => {
   throw new InjectedFault("test");
 };
-const POINTS = ["after-retiring-rename", "after-expired-rename", "after-evidence-rename", "after-restore-rename"];
+const POINTS = [
+  "after-retiring-rename",
+  "after-expired-rename",
+  "after-evidence-rename",
+  "after-restore-rename",
+];
 
 let stack: Stack;
 beforeAll(async () => {
@@ -64,8 +69,11 @@ const named = (names: string[], prefix: string) => names.filter((n) => n.startsW
  */
 async function deadline(reason: string, count = 1): Promise<BatchReport[]> {
   const since = new Date();
-  await stack.scheduler.deps.queues.request([{ domain: DOMAIN, scope: INSTANCE_SCOPE, reason, dueAt: since }]);
-  const mine = (rs: BatchReport[]) => rs.filter((r) => r.companyId === null && new Date(r.startedAt) >= since);
+  await stack.scheduler.deps.queues.request([
+    { domain: DOMAIN, scope: INSTANCE_SCOPE, reason, dueAt: since },
+  ]);
+  const mine = (rs: BatchReport[]) =>
+    rs.filter((r) => r.companyId === null && new Date(r.startedAt) >= since);
   await waitFor(async () => {
     const reports = mine(await stack.waitForReports(DOMAIN, () => true));
     const pending = await stack.db.reclaimDeadline.count({
@@ -99,7 +107,9 @@ describe("the expiry protocol", () => {
   it("a run of the session that appears before the final check undoes the rename and keeps the task session", async () => {
     const s = await closedSession(stack);
     at("after-retiring-rename", async () => {
-      await stack.db.heartbeatRun.create({ data: { companyId: s.companyId, status: "queued", sessionIdBefore: s.sessionId } });
+      await stack.db.heartbeatRun.create({
+        data: { companyId: s.companyId, status: "queued", sessionIdBefore: s.sessionId },
+      });
     });
     const report = await sweep(stack, null);
     expect(outcomeOf(report, copyId(s.scope))).toBe("run_appeared");
@@ -142,14 +152,21 @@ describe("evidence", () => {
     const young = await writeArchive(stack, s.scope, 2);
     const kept = await sweep(stack, null);
     expect(outcomeOf(kept, young.id)).toBe("within_retention");
-    const due = await stack.db.reclaimDeadline.findFirst({ where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "evidence" } });
+    const due = await stack.db.reclaimDeadline.findFirst({
+      where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "evidence" },
+    });
     expect(due!.dueAt.getTime()).toBeLessThanOrEqual(daysAgo(2).getTime() + 7 * 86400_000 + 1000);
   });
 
   it("quarantine entries go after the window; cleanup entries, other names, files and symlinks stay", async () => {
     const scope = newScope();
     const old = await writeQuarantine(stack, scope, 8);
-    const cleanup = await writeQuarantine(stack, scope, 30, `${scope}.identity_indeterminate.cleanup.${randomUUID()}`);
+    const cleanup = await writeQuarantine(
+      stack,
+      scope,
+      30,
+      `${scope}.identity_indeterminate.cleanup.${randomUUID()}`,
+    );
     const odd = await writeQuarantine(stack, scope, 30, `${scope}-not-evidence`);
     const q = path.join(sessionsRoot(stack), "quarantine");
     await writeFile(path.join(q, `${scope}.lost.${daysAgo(30).getTime()}.1.${randomUUID()}`), "a file");
@@ -184,7 +201,9 @@ describe("evidence", () => {
     const report = await sweep(stack, null);
     await reportLive(stack);
     expect(outcomeOf(report, entry.id)).toBe("session_live");
-    const due = await stack.db.reclaimDeadline.findFirst({ where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "evidence" } });
+    const due = await stack.db.reclaimDeadline.findFirst({
+      where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "evidence" },
+    });
     expect(due!.dueAt.getTime()).toBeLessThanOrEqual(Date.now() + 3600_000);
   });
 
@@ -201,10 +220,14 @@ describe("evidence", () => {
   it("an entry written since comes due through native_sessions.evidence_written", async () => {
     const writtenAt = new Date();
     const response = await stack.api("POST", "/v1/events", {
-      events: [{ type: "native_sessions.evidence_written", kind: "quarantine", writtenAt: writtenAt.toISOString() }],
+      events: [
+        { type: "native_sessions.evidence_written", kind: "quarantine", writtenAt: writtenAt.toISOString() },
+      ],
     });
     expect(response.status).toBe(202);
-    const due = await stack.db.reclaimDeadline.findFirst({ where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "evidence" } });
+    const due = await stack.db.reclaimDeadline.findFirst({
+      where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "evidence" },
+    });
     expect(due!.dueAt.getTime()).toBeLessThanOrEqual(writtenAt.getTime() + 7 * 86400_000);
   });
 
@@ -218,20 +241,26 @@ describe("evidence", () => {
     expect(existsSync(entry.dir)).toBe(false);
     expect(named(await readdir(q), ".expired-").length).toBeGreaterThan(0);
     const next = await sweep(stack, null);
-    expect(next.entries.some((e) => e.reason === "interrupted_deletion" && e.outcome === "removed")).toBe(true);
+    expect(next.entries.some((e) => e.reason === "interrupted_deletion" && e.outcome === "removed")).toBe(
+      true,
+    );
     expect(named(await readdir(q), ".expired-")).toEqual([]);
   });
 });
 
 describe("deadlines", () => {
   it("the first sweep is due two minutes after readiness, and each sweep asks for the next in an hour", async () => {
-    const startup = await stack.db.reclaimDeadline.findFirst({ where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "startup" } });
+    const startup = await stack.db.reclaimDeadline.findFirst({
+      where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "startup" },
+    });
     expect(startup).not.toBeNull();
     const created = startup!.createdAt.getTime();
     expect(startup!.dueAt.getTime() - created).toBeGreaterThanOrEqual(119_000);
     expect(startup!.dueAt.getTime() - created).toBeLessThanOrEqual(121_000);
     await deadline("hourly");
-    const hourly = await stack.db.reclaimDeadline.findFirst({ where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "hourly" } });
+    const hourly = await stack.db.reclaimDeadline.findFirst({
+      where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "hourly" },
+    });
     expect(Math.abs(hourly!.dueAt.getTime() - (Date.now() + 3600_000))).toBeLessThan(60_000);
   });
 });
@@ -249,7 +278,8 @@ describe("batches", () => {
   it("check at most 200 entries, sessions and evidence together", async () => {
     const root = sessionsRoot(stack);
     const before = (await readdir(root)).filter((n) => n !== "quarantine").length;
-    for (let i = before; i < 195; i++) await writeState(stack, newScope(), { companyId: randomUUID(), sessionId: "s" });
+    for (let i = before; i < 195; i++)
+      await writeState(stack, newScope(), { companyId: randomUUID(), sessionId: "s" });
     const entries: { id: string }[] = [];
     for (let i = 0; i < 10; i++) entries.push(await writeQuarantine(stack, newScope(), 1));
     const first = await sweep(stack, null, { dryRun: true });
@@ -277,20 +307,28 @@ describe("dry run", () => {
     const old = await writeQuarantine(dry, scope, 9);
     const young = await writeQuarantine(dry, scope, 2);
     const run = async (reason: string) => {
-      const before = await dry.db.reclaimBatchReport.count({ where: { domain: DOMAIN, companyId: INSTANCE_SCOPE } });
-      await dry.scheduler.deps.queues.request([{ domain: DOMAIN, scope: INSTANCE_SCOPE, reason, dueAt: new Date() }]);
-      const reports = await dry.waitForReports(DOMAIN, (rs) => rs.filter((r) => r.companyId === null).length > before);
+      const before = await dry.db.reclaimBatchReport.count({
+        where: { domain: DOMAIN, companyId: INSTANCE_SCOPE },
+      });
+      await dry.scheduler.deps.queues.request([
+        { domain: DOMAIN, scope: INSTANCE_SCOPE, reason, dueAt: new Date() },
+      ]);
+      const reports = await dry.waitForReports(
+        DOMAIN,
+        (rs) => rs.filter((r) => r.companyId === null).length > before,
+      );
       return reports.find((r) => r.companyId === null)!;
     };
     const first = await run("evidence");
     expect(outcomeOf(first as never, old.id)).toBe("candidate");
     expect(outcomeOf(first as never, young.id)).toBe("within_retention");
     // The next evidence check is when the young entry comes due, not sooner.
-    const next = await dry.db.reclaimDeadline.findFirst({ where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "evidence" } });
+    const next = await dry.db.reclaimDeadline.findFirst({
+      where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "evidence" },
+    });
     expect(next!.dueAt.getTime()).toBeGreaterThan(Date.now() + 4 * 86400_000);
     const hourly = await run("hourly");
     expect((hourly.entries ?? []).some((e) => e.id === old.id)).toBe(false);
     expect(existsSync(old.dir)).toBe(true);
   });
 });
-

@@ -56,17 +56,24 @@ describe("a copy expires", () => {
   it("when a lease that referenced it was destroyed", async () => {
     const s = await closedSession(stack);
     await stack.db.environmentLease.create({
-      data: { companyId: s.companyId, status: "destroyed", metadata: { nativeHarnessBackup: { sessionScopeId: s.scope } } },
+      data: {
+        companyId: s.companyId,
+        status: "destroyed",
+        metadata: { nativeHarnessBackup: { sessionScopeId: s.scope } },
+      },
     });
     expect(outcomeOf(await sweep(stack, null), copyId(s.scope))).toBe("removed");
   });
 });
 
 describe("a copy is kept", () => {
-  it.each(["in_progress", "todo", "blocked", "in_review"])("while an issue the session ran on is %s", async (issueStatus) => {
-    const s = await closedSession(stack, { issueStatus });
-    await expectKept(s.scope, "issue_open");
-  });
+  it.each(["in_progress", "todo", "blocked", "in_review"])(
+    "while an issue the session ran on is %s",
+    async (issueStatus) => {
+      const s = await closedSession(stack, { issueStatus });
+      await expectKept(s.scope, "issue_open");
+    },
+  );
 
   it("while an issue it ran on closed within the window", async () => {
     const s = await closedSession(stack, { issueClosedDaysAgo: 3 });
@@ -97,7 +104,9 @@ describe("a copy is kept", () => {
 
   it("while a run recorded with the session id before the turn is unfinished", async () => {
     const s = await closedSession(stack);
-    await stack.db.heartbeatRun.create({ data: { companyId: s.companyId, status: "queued", sessionIdBefore: s.sessionId } });
+    await stack.db.heartbeatRun.create({
+      data: { companyId: s.companyId, status: "queued", sessionIdBefore: s.sessionId },
+    });
     await expectKept(s.scope, "run_unfinished");
   });
 
@@ -114,29 +123,45 @@ describe("a copy is kept", () => {
     ["status running", { status: "running" }],
   ])("while a finalization of its runs has %s", async (_label, finalization) => {
     const s = await closedSession(stack);
-    await stack.db.nativeRunFinalization.create({ data: { companyId: s.companyId, heartbeatRunId: s.runId, ...finalization } });
+    await stack.db.nativeRunFinalization.create({
+      data: { companyId: s.companyId, heartbeatRunId: s.runId, ...finalization },
+    });
     await expectKept(s.scope, "finalization_unsettled");
   });
 
   it("while a settled finalization still carries recovery state, or a recovery action is unresolved", async () => {
     const a = await closedSession(stack);
     await stack.db.nativeRunFinalization.create({
-      data: { companyId: a.companyId, heartbeatRunId: a.runId, status: "committed", recoveryState: { step: "resume" } },
+      data: {
+        companyId: a.companyId,
+        heartbeatRunId: a.runId,
+        status: "committed",
+        recoveryState: { step: "resume" },
+      },
     });
     const b = await closedSession(stack);
-    await stack.db.nativeRunRecoveryAction.create({ data: { companyId: b.companyId, heartbeatRunId: b.runId } });
+    await stack.db.nativeRunRecoveryAction.create({
+      data: { companyId: b.companyId, heartbeatRunId: b.runId },
+    });
     const report = await sweep(stack, null);
     expect(outcomeOf(report, copyId(a.scope))).toBe("recovery_in_progress");
     expect(outcomeOf(report, copyId(b.scope))).toBe("recovery_in_progress");
   });
 
-  it.each(["active", "released", "retained", "pending_cleanup"])("while a %s environment lease references it", async (status) => {
-    const s = await closedSession(stack);
-    await stack.db.environmentLease.create({
-      data: { companyId: s.companyId, status, metadata: { nativeHarnessBackup: { sessionScopeId: s.scope } } },
-    });
-    await expectKept(s.scope, "lease_references_copy");
-  });
+  it.each(["active", "released", "retained", "pending_cleanup"])(
+    "while a %s environment lease references it",
+    async (status) => {
+      const s = await closedSession(stack);
+      await stack.db.environmentLease.create({
+        data: {
+          companyId: s.companyId,
+          status,
+          metadata: { nativeHarnessBackup: { sessionScopeId: s.scope } },
+        },
+      });
+      await expectKept(s.scope, "lease_references_copy");
+    },
+  );
 
   it.each(["missing", "unreadable", "too_large"])("while its control-plane state is %s", async (kind) => {
     const s = await closedSession(stack);
@@ -144,7 +169,10 @@ describe("a copy is kept", () => {
     if (kind === "missing") await rm(file);
     if (kind === "unreadable") await writeFile(file, "{ not json");
     if (kind === "too_large") {
-      await writeFile(file, JSON.stringify({ companyId: s.companyId, sessionId: s.sessionId, pad: "x".repeat(4 * 1024 * 1024) }));
+      await writeFile(
+        file,
+        JSON.stringify({ companyId: s.companyId, sessionId: s.sessionId, pad: "x".repeat(4 * 1024 * 1024) }),
+      );
     }
     await expectKept(s.scope, `control_plane_state_${kind}`);
   });
@@ -161,12 +189,15 @@ describe("a copy is kept", () => {
 });
 
 describe("liveness in the Paperclip server", () => {
-  it.each(["executing", "initializing", "warm", "closing"])("keeps the copy of a session that is %s", async (state) => {
-    const s = await closedSession(stack);
-    await reportLive(stack, [{ id: s.scope, state }]);
-    await expectKept(s.scope, "session_live");
-    await reportLive(stack);
-  });
+  it.each(["executing", "initializing", "warm", "closing"])(
+    "keeps the copy of a session that is %s",
+    async (state) => {
+      const s = await closedSession(stack);
+      await reportLive(stack, [{ id: s.scope, state }]);
+      await expectKept(s.scope, "session_live");
+      await reportLive(stack);
+    },
+  );
 
   it("keeps the copy while a cleanup activation is pending in its directory", async () => {
     const pending = await closedSession(stack);
@@ -197,7 +228,13 @@ describe("liveness in the Paperclip server", () => {
 
   it("reports with a state that is not a live state are refused, naming the field", async () => {
     const response = await stack.api("POST", "/v1/events", {
-      events: [{ type: "native_sessions.live", sessions: [{ id: "x", state: "sleeping" }], reportedAt: new Date().toISOString() }],
+      events: [
+        {
+          type: "native_sessions.live",
+          sessions: [{ id: "x", state: "sleeping" }],
+          reportedAt: new Date().toISOString(),
+        },
+      ],
     });
     expect(response.status).toBe(400);
     expect(JSON.stringify(response.body)).toContain("events.0.sessions.0.state");
@@ -247,9 +284,9 @@ describe("controls", () => {
     } finally {
       await tuned.stop();
     }
-    await expect(startStack({ env: { PAPERCLIP_NATIVE_HARNESS_BACKUP_EXPIRATION_DAYS: "0" } })).rejects.toThrow(
-      /PAPERCLIP_NATIVE_HARNESS_BACKUP_EXPIRATION_DAYS/,
-    );
+    await expect(
+      startStack({ env: { PAPERCLIP_NATIVE_HARNESS_BACKUP_EXPIRATION_DAYS: "0" } }),
+    ).rejects.toThrow(/PAPERCLIP_NATIVE_HARNESS_BACKUP_EXPIRATION_DAYS/);
   });
 
   it("_DRY_RUN reports candidates without deleting copies or task sessions", async () => {
@@ -267,4 +304,3 @@ describe("controls", () => {
     }
   });
 });
-

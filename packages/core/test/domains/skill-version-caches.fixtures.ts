@@ -22,9 +22,19 @@ export const versionId = (companyId: string, skillId: string, version: string) =
   `skills/${companyId}/__versions__/${skillId}/${version}`;
 
 /** A materialized version (SKILL.md, a script, a 32 KiB asset), materialized `ageMinutes` ago. */
-export async function makeVersion(stack: Stack, companyId: string, skillId: string, version: string, ageMinutes = 180) {
+export async function makeVersion(
+  stack: Stack,
+  companyId: string,
+  skillId: string,
+  version: string,
+  ageMinutes = 180,
+) {
   const dir = versionDir(stack, companyId, skillId, version);
-  await writeTree(dir, { "SKILL.md": "# skill", "bin/run.sh": "#!/bin/sh\n", "assets/data.bin": 32 * 1024 }, minutesAgo(ageMinutes));
+  await writeTree(
+    dir,
+    { "SKILL.md": "# skill", "bin/run.sh": "#!/bin/sh\n", "assets/data.bin": 32 * 1024 },
+    minutesAgo(ageMinutes),
+  );
   return dir;
 }
 
@@ -52,7 +62,12 @@ export interface SkillFixture {
 }
 
 /** A skill with `count` versions (revision 1..count); `current` is the index of the current one, or null. */
-export async function insertSkill(stack: Stack, companyId: string, count: number, current: number | null = count - 1): Promise<SkillFixture> {
+export async function insertSkill(
+  stack: Stack,
+  companyId: string,
+  count: number,
+  current: number | null = count - 1,
+): Promise<SkillFixture> {
   const skillId = randomUUID();
   const versions = Array.from({ length: count }, () => randomUUID());
   await stack.db.companySkillVersion.createMany({
@@ -65,7 +80,12 @@ export async function insertSkill(stack: Stack, companyId: string, count: number
 }
 
 /** Rows plus a materialized, long-unused cache for every version. */
-export async function cachedSkill(stack: Stack, companyId: string, count: number, current: number | null = count - 1) {
+export async function cachedSkill(
+  stack: Stack,
+  companyId: string,
+  count: number,
+  current: number | null = count - 1,
+) {
   const skill = await insertSkill(stack, companyId, count, current);
   for (const v of skill.versions) await makeVersion(stack, companyId, skill.skillId, v);
   return skill;
@@ -73,7 +93,11 @@ export async function cachedSkill(stack: Stack, companyId: string, count: number
 
 export async function insertRun(stack: Stack, companyId: string, status: string): Promise<string> {
   const run = await stack.db.heartbeatRun.create({
-    data: { companyId, status, finishedAt: ["queued", "running", "scheduled_retry"].includes(status) ? null : minutesAgo(5) },
+    data: {
+      companyId,
+      status,
+      finishedAt: ["queued", "running", "scheduled_retry"].includes(status) ? null : minutesAgo(5),
+    },
   });
   return run.id;
 }
@@ -85,8 +109,12 @@ export function sweep(stack: Stack, companyId: string | null, body: Record<strin
 export type Report = Awaited<ReturnType<typeof sweep>>;
 
 /** The final outcome of a version in a report ("removed", "candidate" or the skip reason). */
-export function outcomeOf(report: Report, companyId: string, skillId: string, version: string): string | undefined {
+export function outcomeOf(
+  report: Report,
+  companyId: string,
+  skillId: string,
+  version: string,
+): string | undefined {
   const entry = report.entries.filter((e) => e.id === versionId(companyId, skillId, version)).at(-1);
   return entry?.outcome === "skipped" ? entry.reason : entry?.outcome;
 }
-

@@ -28,7 +28,9 @@ const at = (point: string, handler: Handler) => armed.set(`skill-version-caches.
 const crash = () => {
   throw new InjectedFault("test");
 };
-const points = ["entry-examined", "after-trash-rename", "before-trash-delete"].map((p) => `skill-version-caches.${p}`);
+const points = ["entry-examined", "after-trash-rename", "before-trash-delete"].map(
+  (p) => `skill-version-caches.${p}`,
+);
 
 let stack: Stack;
 beforeAll(async () => {
@@ -55,7 +57,9 @@ async function company(): Promise<string> {
 }
 
 const trashIn = async (c: string, skillId: string) =>
-  (await readdir(path.join(companyRoot(stack, c), "__versions__", skillId))).filter((n) => n.startsWith(".trash-"));
+  (await readdir(path.join(companyRoot(stack, c), "__versions__", skillId))).filter((n) =>
+    n.startsWith(".trash-"),
+  );
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -73,14 +77,21 @@ describe("batches", () => {
     expect(new Set(seen).size).toBe(60);
     expect(first.candidates + second.candidates).toBe(59);
     const current = skill.versions.at(-1)!;
-    expect(outcomeOf(second, c, skill.skillId, current) ?? outcomeOf(first, c, skill.skillId, current)).toBe("current_version");
+    expect(outcomeOf(second, c, skill.skillId, current) ?? outcomeOf(first, c, skill.skillId, current)).toBe(
+      "current_version",
+    );
   });
 
   it("a deadline job that stops at the limit asks to continue at once", async () => {
     const c = await company();
     await cachedSkill(stack, c, 55);
-    await stack.scheduler.deps.queues.request([{ domain: DOMAIN, scope: c, reason: "sweep", dueAt: new Date() }]);
-    const reports = await stack.waitForReports(DOMAIN, (rs) => rs.filter((r) => r.companyId === c).length >= 2);
+    await stack.scheduler.deps.queues.request([
+      { domain: DOMAIN, scope: c, reason: "sweep", dueAt: new Date() },
+    ]);
+    const reports = await stack.waitForReports(
+      DOMAIN,
+      (rs) => rs.filter((r) => r.companyId === c).length >= 2,
+    );
     const mine = reports.filter((r) => r.companyId === c).reverse();
     expect(mine.map((r) => r.checked)).toEqual([50, 5]);
     expect(mine[0]!.removed + mine[1]!.removed).toBe(54);
@@ -109,7 +120,11 @@ describe("batches", () => {
     expect(report.cancelled).toBe(true);
     expect(report.checked).toBe(3);
     const rest = await sweep(stack, c, { dryRun: true, cursor: report.nextCursor });
-    expect({ checked: rest.checked, cancelled: rest.cancelled, error: rest.error }).toEqual({ checked: 7, cancelled: false, error: null });
+    expect({ checked: rest.checked, cancelled: rest.cancelled, error: rest.error }).toEqual({
+      checked: 7,
+      cancelled: false,
+      error: null,
+    });
   });
 });
 
@@ -125,11 +140,19 @@ describe("the company skill lock", () => {
     const isLocked = new Promise<void>((resolve) => (locked = resolve));
     const paperclip = stack.db.$transaction(
       async (tx) => {
-        await tx.$queryRawUnsafe("SELECT pg_advisory_xact_lock(hashtext('paperclip.company_skill_versions'), hashtext($1))::text", c);
+        await tx.$queryRawUnsafe(
+          "SELECT pg_advisory_xact_lock(hashtext('paperclip.company_skill_versions'), hashtext($1))::text",
+          c,
+        );
         locked();
         await hold;
         await tx.companySkillRunPin.create({
-          data: { companyId: c, heartbeatRunId: run, companySkillId: skill.skillId, companySkillVersionId: version },
+          data: {
+            companyId: c,
+            heartbeatRunId: run,
+            companySkillId: skill.skillId,
+            companySkillVersionId: version,
+          },
         });
       },
       { timeout: 60_000 },
@@ -174,7 +197,10 @@ describe("the company skill lock", () => {
     const isLocked = new Promise<void>((resolve) => (locked = resolve));
     const deleter = stack.db.$transaction(
       async (tx) => {
-        await tx.$queryRawUnsafe("SELECT pg_advisory_xact_lock(hashtext('paperclip.company_skill_version_trash'), hashtext($1))::text", c);
+        await tx.$queryRawUnsafe(
+          "SELECT pg_advisory_xact_lock(hashtext('paperclip.company_skill_version_trash'), hashtext($1))::text",
+          c,
+        );
         locked();
         await hold;
       },
@@ -186,7 +212,9 @@ describe("the company skill lock", () => {
     await deleter;
     expect(outcomeOf(held, c, next.skillId, next.versions[0]!)).toBe("trash_lock_held");
     expect(await trashIn(c, next.skillId)).toHaveLength(1);
-    const retry = await stack.db.reclaimDeadline.findFirst({ where: { domain: DOMAIN, companyId: c, reason: "retry" } });
+    const retry = await stack.db.reclaimDeadline.findFirst({
+      where: { domain: DOMAIN, companyId: c, reason: "retry" },
+    });
     expect(retry).not.toBeNull();
     const after = await sweep(stack, c);
     expect(after.entries.find((e) => e.outcome === "removed")?.reason).toBe("interrupted_trash");
@@ -232,10 +260,16 @@ describe("the hourly sweep", () => {
   it("makes every company with caches due, and asks for itself again in an hour", async () => {
     const c = await company();
     await cachedSkill(stack, c, 2);
-    await stack.scheduler.deps.queues.request([{ domain: DOMAIN, scope: INSTANCE_SCOPE, reason: "hourly", dueAt: new Date() }]);
-    const reports = await stack.waitForReports(DOMAIN, (rs) => rs.some((r) => r.companyId === c && r.removed === 1));
+    await stack.scheduler.deps.queues.request([
+      { domain: DOMAIN, scope: INSTANCE_SCOPE, reason: "hourly", dueAt: new Date() },
+    ]);
+    const reports = await stack.waitForReports(DOMAIN, (rs) =>
+      rs.some((r) => r.companyId === c && r.removed === 1),
+    );
     expect(reports.some((r) => r.companyId === null)).toBe(true);
-    const next = await stack.db.reclaimDeadline.findFirst({ where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "hourly" } });
+    const next = await stack.db.reclaimDeadline.findFirst({
+      where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "hourly" },
+    });
     expect(Math.abs(next!.dueAt.getTime() - (Date.now() + 3600_000))).toBeLessThan(60_000);
   });
 });

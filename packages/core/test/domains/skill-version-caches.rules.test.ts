@@ -37,7 +37,9 @@ async function company(): Promise<string> {
 }
 
 async function trashIn(c: string, skillId: string): Promise<string[]> {
-  return (await readdir(path.join(companyRoot(stack, c), "__versions__", skillId))).filter((n) => n.startsWith(".trash-"));
+  return (await readdir(path.join(companyRoot(stack, c), "__versions__", skillId))).filter((n) =>
+    n.startsWith(".trash-"),
+  );
 }
 
 describe("a cached version is evicted", () => {
@@ -76,28 +78,49 @@ describe("a cached version is kept", () => {
     expect(outcomeOf(await sweep(stack, c), c, skill.skillId, skill.versions[0]!)).toBe("current_version");
   });
 
-  it.each(["queued", "scheduled_retry", "running"])("while a %s run pins it (a finished run's pin does not keep it)", async (status) => {
-    const c = await company();
-    const skill = await cachedSkill(stack, c, 3);
-    const [pinned, released] = skill.versions as [string, string];
-    await stack.db.companySkillRunPin.create({
-      data: { companyId: c, heartbeatRunId: await insertRun(stack, c, status), companySkillId: skill.skillId, companySkillVersionId: pinned },
-    });
-    await stack.db.companySkillRunPin.create({
-      data: { companyId: c, heartbeatRunId: await insertRun(stack, c, "succeeded"), companySkillId: skill.skillId, companySkillVersionId: released },
-    });
-    const report = await sweep(stack, c);
-    expect(outcomeOf(report, c, skill.skillId, pinned)).toBe("active_run_pin");
-    expect(outcomeOf(report, c, skill.skillId, released)).toBe("removed");
-  });
+  it.each(["queued", "scheduled_retry", "running"])(
+    "while a %s run pins it (a finished run's pin does not keep it)",
+    async (status) => {
+      const c = await company();
+      const skill = await cachedSkill(stack, c, 3);
+      const [pinned, released] = skill.versions as [string, string];
+      await stack.db.companySkillRunPin.create({
+        data: {
+          companyId: c,
+          heartbeatRunId: await insertRun(stack, c, status),
+          companySkillId: skill.skillId,
+          companySkillVersionId: pinned,
+        },
+      });
+      await stack.db.companySkillRunPin.create({
+        data: {
+          companyId: c,
+          heartbeatRunId: await insertRun(stack, c, "succeeded"),
+          companySkillId: skill.skillId,
+          companySkillVersionId: released,
+        },
+      });
+      const report = await sweep(stack, c);
+      expect(outcomeOf(report, c, skill.skillId, pinned)).toBe("active_run_pin");
+      expect(outcomeOf(report, c, skill.skillId, released)).toBe("removed");
+    },
+  );
 
   it("while an unsettled recovery pins it (a settled one does not keep it)", async () => {
     const c = await company();
     const skill = await cachedSkill(stack, c, 3);
     const [pinned, settled] = skill.versions as [string, string];
-    await stack.db.companySkillRecoveryPin.create({ data: { companyId: c, companySkillId: skill.skillId, companySkillVersionId: pinned } });
     await stack.db.companySkillRecoveryPin.create({
-      data: { companyId: c, companySkillId: skill.skillId, companySkillVersionId: settled, status: "settled", settledAt: minutesAgo(10) },
+      data: { companyId: c, companySkillId: skill.skillId, companySkillVersionId: pinned },
+    });
+    await stack.db.companySkillRecoveryPin.create({
+      data: {
+        companyId: c,
+        companySkillId: skill.skillId,
+        companySkillVersionId: settled,
+        status: "settled",
+        settledAt: minutesAgo(10),
+      },
     });
     const report = await sweep(stack, c);
     expect(outcomeOf(report, c, skill.skillId, pinned)).toBe("recovery_pin_unsettled");
@@ -109,7 +132,12 @@ describe("a cached version is kept", () => {
     const skill = await cachedSkill(stack, c, 2);
     const pinned = skill.versions[0]!;
     await stack.db.companySkillAgentPin.create({
-      data: { companyId: c, agentId: randomUUID(), companySkillId: skill.skillId, companySkillVersionId: pinned },
+      data: {
+        companyId: c,
+        agentId: randomUUID(),
+        companySkillId: skill.skillId,
+        companySkillVersionId: pinned,
+      },
     });
     expect(outcomeOf(await sweep(stack, c), c, skill.skillId, pinned)).toBe("agent_pin");
   });
@@ -120,12 +148,20 @@ describe("a cached version is kept", () => {
     const skill = await cachedSkill(stack, c, 2);
     const elsewhere = await cachedSkill(stack, other, 2);
     const run = await insertRun(stack, c, "running");
-    await stack.db.companySkillRunPin.create({ data: { companyId: c, heartbeatRunId: run, companySkillId: randomUUID() } });
+    await stack.db.companySkillRunPin.create({
+      data: { companyId: c, heartbeatRunId: run, companySkillId: randomUUID() },
+    });
     const report = await sweep(stack, c);
-    for (const v of skill.versions) expect(outcomeOf(report, c, skill.skillId, v)).toBe("active_run_selection_unknown");
-    expect(outcomeOf(await sweep(stack, other), other, elsewhere.skillId, elsewhere.versions[0]!)).toBe("removed");
+    for (const v of skill.versions)
+      expect(outcomeOf(report, c, skill.skillId, v)).toBe("active_run_selection_unknown");
+    expect(outcomeOf(await sweep(stack, other), other, elsewhere.skillId, elsewhere.versions[0]!)).toBe(
+      "removed",
+    );
     // Once that run has finished, its unknown selection no longer holds anything.
-    await stack.db.heartbeatRun.update({ where: { id: run }, data: { status: "succeeded", finishedAt: new Date() } });
+    await stack.db.heartbeatRun.update({
+      where: { id: run },
+      data: { status: "succeeded", finishedAt: new Date() },
+    });
     expect(outcomeOf(await sweep(stack, c), c, skill.skillId, skill.versions[0]!)).toBe("removed");
   });
 
@@ -133,7 +169,9 @@ describe("a cached version is kept", () => {
     const c = await company();
     const skill = await cachedSkill(stack, c, 2);
     await stack.db.companySkillRecoveryPin.create({ data: { companyId: c, companySkillId: skill.skillId } });
-    expect(outcomeOf(await sweep(stack, c), c, skill.skillId, skill.versions[0]!)).toBe("recovery_selection_unknown");
+    expect(outcomeOf(await sweep(stack, c), c, skill.skillId, skill.versions[0]!)).toBe(
+      "recovery_selection_unknown",
+    );
   });
 
   it("while its last-use record is within the grace window, until last use + grace", async () => {
@@ -142,7 +180,9 @@ describe("a cached version is kept", () => {
     const used = minutesAgo(20);
     await recordUse(stack, c, skill.skillId, skill.versions[0]!, used);
     expect(outcomeOf(await sweep(stack, c), c, skill.skillId, skill.versions[0]!)).toBe("recently_used");
-    const deadline = await stack.db.reclaimDeadline.findFirst({ where: { domain: DOMAIN, companyId: c, reason: "retention" } });
+    const deadline = await stack.db.reclaimDeadline.findFirst({
+      where: { domain: DOMAIN, companyId: c, reason: "retention" },
+    });
     expect(Math.abs(deadline!.dueAt.getTime() - (used.getTime() + 60 * 60_000))).toBeLessThan(1000);
   });
 
@@ -168,7 +208,9 @@ describe("an installation without last-use records", () => {
     const first = await sweep(stack, c);
     expect(outcomeOf(first, c, skill.skillId, old)).toBe("observation_period");
     expect(existsSync(marker)).toBe(true);
-    const deadline = await stack.db.reclaimDeadline.findFirst({ where: { domain: DOMAIN, companyId: c, reason: "retention" } });
+    const deadline = await stack.db.reclaimDeadline.findFirst({
+      where: { domain: DOMAIN, companyId: c, reason: "retention" },
+    });
     expect(deadline!.dueAt.getTime()).toBeGreaterThan(Date.now() + 59 * 60_000);
     expect(existsSync(versionDir(stack, c, skill.skillId, old))).toBe(true);
   });
@@ -181,8 +223,16 @@ describe("what is never touched", () => {
     const skillId = randomUUID();
     await writeTree(path.join(root, "my-skill"), { "SKILL.md": "x" }, minutesAgo(10_000));
     await writeTree(path.join(root, "__snapshots__", "skills.db"), { data: 4096 }, minutesAgo(10_000));
-    await writeTree(path.join(root, "__versions__", skillId, "snapshot.db"), { data: 4096 }, minutesAgo(10_000));
-    await writeTree(path.join(root, "__versions__", "not-a-skill", randomUUID()), { data: 4096 }, minutesAgo(10_000));
+    await writeTree(
+      path.join(root, "__versions__", skillId, "snapshot.db"),
+      { data: 4096 },
+      minutesAgo(10_000),
+    );
+    await writeTree(
+      path.join(root, "__versions__", "not-a-skill", randomUUID()),
+      { data: 4096 },
+      minutesAgo(10_000),
+    );
     const report = await sweep(stack, c);
     expect(report.checked).toBe(0);
     expect(existsSync(path.join(root, "my-skill", "SKILL.md"))).toBe(true);
@@ -230,7 +280,10 @@ describe("controls", () => {
   let tuned: Stack;
   beforeAll(async () => {
     tuned = await startStack({
-      env: { PAPERCLIP_SKILL_VERSION_RETENTION_KEEP: "2", PAPERCLIP_SKILL_VERSION_RETENTION_GRACE_MINUTES: "10" },
+      env: {
+        PAPERCLIP_SKILL_VERSION_RETENTION_KEEP: "2",
+        PAPERCLIP_SKILL_VERSION_RETENTION_GRACE_MINUTES: "10",
+      },
     });
   });
   afterAll(async () => tuned?.stop());

@@ -34,8 +34,21 @@ import {
   type NativeSessionBackupsConfig,
 } from "./config";
 import { listEvidence, surveyEvidence, type EvidenceEntry } from "./evidence";
-import { deleteTaskSessions, lockSessionRows, readLiveness, sessionFacts, type SessionInput } from "./queries";
-import { judgeEvidence, judgeSession, livenessAt, needsRows, type Liveness, type SessionFacts } from "./rules";
+import {
+  deleteTaskSessions,
+  lockSessionRows,
+  readLiveness,
+  sessionFacts,
+  type SessionInput,
+} from "./queries";
+import {
+  judgeEvidence,
+  judgeSession,
+  livenessAt,
+  needsRows,
+  type Liveness,
+  type SessionFacts,
+} from "./rules";
 import { listSessionNames, readControlPlaneState, surveySession, type SessionSurvey } from "./survey";
 
 type Ctx = JobContext<NativeSessionBackupsConfig>;
@@ -86,6 +99,15 @@ export interface Applied {
 }
 
 const later = (ctx: Ctx, ms: number) => new Date(ctx.startedAt.getTime() + ms);
+
+/**
+ * Ask for the next batch at once. Only a deadline job does: a requested sweep continues
+ * through its report's nextCursor, and a `continue` deadline from it would start a real
+ * (not dry-run) deadline job on the deadline walk's own cursors.
+ */
+function continueNow(ctx: Ctx): void {
+  if (ctx.kind === "deadline") ctx.deadlines.at("continue", ctx.startedAt);
+}
 const rel = (key: string) => `${SESSIONS_DIR}/${key}`;
 const copyRel = (session: string) => rel(`${session}/${BACKUPS_DIR}/${CURRENT}`);
 
@@ -104,7 +126,8 @@ async function startsFresh(ctx: Ctx, walk: "sessions" | "evidence"): Promise<boo
 
 async function walkSessions(ctx: Ctx, root: string, names: string[], budget: number) {
   const after = await ctx.readCursor("sessions");
-  if (after === null && !(await startsFresh(ctx, "sessions"))) return { ran: false, sessions: [], more: false };
+  if (after === null && !(await startsFresh(ctx, "sessions")))
+    return { ran: false, sessions: [], more: false };
   const start = after === null ? 0 : names.findIndex((n) => n > after);
   const todo = start < 0 ? [] : names.slice(start);
   const sessions: SessionSurvey[] = [];
@@ -124,7 +147,11 @@ async function walkSessions(ctx: Ctx, root: string, names: string[], budget: num
 
 export async function prepare(ctx: Ctx): Promise<Prepared> {
   const root = path.join(ctx.instanceRoot, SESSIONS_DIR);
-  const liveness = livenessAt(await readLiveness(ctx.db), ctx.startedAt, ctx.config.livenessMaxAgeSeconds * 1000);
+  const liveness = livenessAt(
+    await readLiveness(ctx.db),
+    ctx.startedAt,
+    ctx.config.livenessMaxAgeSeconds * 1000,
+  );
   const names = await listSessionNames(root);
   const walked = await walkSessions(ctx, root, names, LIMITS.entriesPerBatch);
   const prepared: Prepared = {
@@ -138,14 +165,16 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
     emptyArchiveDirs: [],
   };
   // Sessions skipped by a company filter still moved the walk: remember where it stopped.
-  if (walked.more && walked.sessions.length === 0 && walked.lastLooked) await ctx.writeCursor("sessions", walked.lastLooked);
+  if (walked.more && walked.sessions.length === 0 && walked.lastLooked)
+    await ctx.writeCursor("sessions", walked.lastLooked);
 
   const evidenceAfter = await ctx.readCursor("evidence");
-  if (ctx.scope !== INSTANCE_SCOPE || (evidenceAfter === null && !(await startsFresh(ctx, "evidence")))) return prepared;
+  if (ctx.scope !== INSTANCE_SCOPE || (evidenceAfter === null && !(await startsFresh(ctx, "evidence"))))
+    return prepared;
   const room = LIMITS.entriesPerBatch - walked.sessions.length;
   if (room <= 0 || ctx.signal.aborted) {
     if (evidenceAfter === null) await ctx.writeCursor("evidence", EVIDENCE_NOT_STARTED);
-    ctx.deadlines.at("continue", ctx.startedAt);
+    continueNow(ctx);
     return prepared;
   }
   const listing = await listEvidence(root, names);
@@ -164,7 +193,8 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
 
 const inputOf = (s: SessionSurvey): SessionInput | null =>
   s.state.status === "ok" ? { scope: s.name, ...s.state.state } : null;
-const inputs = (sessions: SessionSurvey[]) => sessions.map(inputOf).filter((i): i is SessionInput => i !== null);
+const inputs = (sessions: SessionSurvey[]) =>
+  sessions.map(inputOf).filter((i): i is SessionInput => i !== null);
 const companyOf = (s: SessionSurvey) => (s.state.status === "ok" ? s.state.state.companyId : null);
 
 class Batch {
@@ -188,7 +218,8 @@ async function finishLeftovers(batch: Batch, session: SessionSurvey): Promise<bo
   if (ctx.dryRun) return true;
   const companyId = companyOf(session);
   const leftover = (p: string) => rel(`${session.name}/${BACKUPS_DIR}/${path.basename(p)}`);
-  for (const expired of session.expired) batch.delete({ rel: leftover(expired), path: expired, companyId, reason: "interrupted_deletion" });
+  for (const expired of session.expired)
+    batch.delete({ rel: leftover(expired), path: expired, companyId, reason: "interrupted_deletion" });
   let stale = session.retiring;
   let judge = true;
   if (session.current === null && stale.length > 0) {
@@ -198,7 +229,7 @@ async function finishLeftovers(batch: Batch, session: SessionSurvey): Promise<bo
     if (await unretire(first!, path.join(session.path, BACKUPS_DIR, CURRENT))) {
       await ctx.faults.hit("native-session-backups.after-restore-rename");
       ctx.report.skip(copyRel(session.name), "unconfirmed_copy_restored", { companyId });
-      ctx.deadlines.at("continue", ctx.startedAt);
+      continueNow(ctx);
     }
     stale = rest;
     judge = false;
@@ -228,11 +259,16 @@ async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): Promise
     if (!(await finishLeftovers(batch, session))) continue;
     const verdict = judgeSession(session, facts.get(session.name) ?? null, judge);
     if (!verdict.expire) {
-      ctx.report.skip(copyRel(session.name), verdict.reason, { companyId: companyOf(session), bytes: session.current?.allocatedBytes ?? 0 });
+      ctx.report.skip(copyRel(session.name), verdict.reason, {
+        companyId: companyOf(session),
+        bytes: session.current?.allocatedBytes ?? 0,
+      });
       continue;
     }
     if (ctx.dryRun) {
-      ctx.report.candidate(copyRel(session.name), session.current!.allocatedBytes, { companyId: companyOf(session) });
+      ctx.report.candidate(copyRel(session.name), session.current!.allocatedBytes, {
+        companyId: companyOf(session),
+      });
       continue;
     }
     tentative.push(session);
@@ -241,7 +277,10 @@ async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): Promise
   if (tentative.length === 0) return handled;
 
   // Lock the rows Paperclip would touch to resume these sessions, then decide again.
-  await lockSessionRows(tx, tentative.map((s) => facts.get(s.name)!));
+  await lockSessionRows(
+    tx,
+    tentative.map((s) => facts.get(s.name)!),
+  );
   const locked = await sessionFacts(tx, inputs(tentative));
   const retiring: { session: SessionSurvey; path: string; facts: SessionFacts }[] = [];
   for (const session of tentative) {
@@ -308,7 +347,7 @@ function continueWalk(ctx: Ctx) {
   return async (name: string, handled: number, keys: string[], more: boolean, tx: Tx) => {
     if (handled < keys.length || more) {
       await ctx.writeCursor(name, keys[handled - 1] ?? (await ctx.readCursor(name)), tx);
-      ctx.deadlines.at("continue", ctx.startedAt);
+      continueNow(ctx);
     } else {
       await ctx.writeCursor(name, null, tx);
     }
@@ -326,7 +365,8 @@ async function expireEvidence(batch: Batch, prepared: Prepared): Promise<number>
     handled += 1;
     ctx.report.examined();
     const id = rel(entry.key);
-    const archiveDir = entry.key.split("/")[1] === CONTINUITY_BREAKS_DIR ? path.dirname(entry.path) : undefined;
+    const archiveDir =
+      entry.key.split("/")[1] === CONTINUITY_BREAKS_DIR ? path.dirname(entry.path) : undefined;
     const verdict = judgeEvidence(entry, judge);
     if (!verdict.remove) {
       ctx.report.skip(id, verdict.reason);
@@ -335,7 +375,8 @@ async function expireEvidence(batch: Batch, prepared: Prepared): Promise<number>
       continue;
     }
     if (verdict.leftover) {
-      if (!ctx.dryRun) batch.delete({ rel: id, path: entry.path, reason: "interrupted_deletion", archiveDir });
+      if (!ctx.dryRun)
+        batch.delete({ rel: id, path: entry.path, reason: "interrupted_deletion", archiveDir });
       continue;
     }
     ctx.report.candidate(id, (await treeStats(entry.path)).allocatedBytes);
@@ -360,7 +401,8 @@ async function expireEvidence(batch: Batch, prepared: Prepared): Promise<number>
 export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Applied> {
   const batch = new Batch(ctx);
   const move = continueWalk(ctx);
-  if (ctx.kind === "deadline" && ctx.scope === INSTANCE_SCOPE) ctx.deadlines.at("hourly", later(ctx, SWEEP_INTERVAL_MS));
+  if (ctx.kind === "deadline" && ctx.scope === INSTANCE_SCOPE)
+    ctx.deadlines.at("hourly", later(ctx, SWEEP_INTERVAL_MS));
 
   const sessionsHandled = await expireSessions(batch, tx, prepared);
   const sessionNames = prepared.sessions.map((s) => s.name);
@@ -368,7 +410,13 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
 
   if (prepared.evidence !== null) {
     const handled = await expireEvidence(batch, prepared);
-    await move("evidence", handled, prepared.evidence.map((e) => e.key), prepared.evidenceMore, tx);
+    await move(
+      "evidence",
+      handled,
+      prepared.evidence.map((e) => e.key),
+      prepared.evidenceMore,
+      tx,
+    );
   }
   return batch.applied;
 }

@@ -15,7 +15,14 @@ import { storeLiveness } from "./queries";
 const DOMAIN = "native-session-backups";
 
 export function onStartup(ctx: EventContext<NativeSessionBackupsConfig>): DeadlineRequest[] {
-  return [{ domain: DOMAIN, scope: INSTANCE_SCOPE, reason: "startup", dueAt: new Date(ctx.now.getTime() + FIRST_SWEEP_DELAY_MS) }];
+  return [
+    {
+      domain: DOMAIN,
+      scope: INSTANCE_SCOPE,
+      reason: "startup",
+      dueAt: new Date(ctx.now.getTime() + FIRST_SWEEP_DELAY_MS),
+    },
+  ];
 }
 
 export const events: EventHandlers<NativeSessionBackupsConfig> = {

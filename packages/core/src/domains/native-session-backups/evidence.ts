@@ -22,16 +22,24 @@ export type EvidenceName =
   | { type: "leftover" }
   | { type: "unrecognized" };
 
-export function parseEvidenceName(kind: "continuity_break" | "quarantine", name: string, session?: string): EvidenceName {
+export function parseEvidenceName(
+  kind: "continuity_break" | "quarantine",
+  name: string,
+  session?: string,
+): EvidenceName {
   if (retiredPrefixOf(name) === ".expired") return { type: "leftover" };
   if (kind === "continuity_break") {
     const match = ARCHIVE.exec(name);
-    return match ? { type: "archive", session: session!, epochMs: Number(match[1]) } : { type: "unrecognized" };
+    return match
+      ? { type: "archive", session: session!, epochMs: Number(match[1]) }
+      : { type: "unrecognized" };
   }
   const cleanup = CLEANUP.exec(name);
   if (cleanup) return { type: "cleanup", session: cleanup[1]! };
   const match = QUARANTINED.exec(name);
-  return match ? { type: "quarantine", session: match[1]!, epochMs: Number(match[3]) } : { type: "unrecognized" };
+  return match
+    ? { type: "quarantine", session: match[1]!, epochMs: Number(match[3]) }
+    : { type: "unrecognized" };
 }
 
 export interface EvidenceEntry {
@@ -70,7 +78,8 @@ export async function listEvidence(root: string, sessions: string[]): Promise<Ev
     if (found.length === 0) emptyArchiveDirs.push(path.join(root, dir));
     for (const name of found) keys.push(`${dir}/${name}`);
   }
-  for (const name of (await names(path.join(root, QUARANTINE_DIR))) ?? []) keys.push(`${QUARANTINE_DIR}/${name}`);
+  for (const name of (await names(path.join(root, QUARANTINE_DIR))) ?? [])
+    keys.push(`${QUARANTINE_DIR}/${name}`);
   return { keys: keys.sort(), emptyArchiveDirs };
 }
 

@@ -10,7 +10,10 @@ export interface SessionInput extends ControlPlaneState {
 
 export async function sessionFacts(tx: Tx, sessions: SessionInput[]): Promise<Map<string, SessionFacts>> {
   if (sessions.length === 0) return new Map();
-  const rows = await tx.$queryRawUnsafe<SessionFacts[]>(sqlFile(__dirname, "session-facts.sql"), JSON.stringify(sessions));
+  const rows = await tx.$queryRawUnsafe<SessionFacts[]>(
+    sqlFile(__dirname, "session-facts.sql"),
+    JSON.stringify(sessions),
+  );
   return new Map(rows.map((r) => [r.scope, r]));
 }
 
@@ -28,15 +31,30 @@ export async function lockSessionRows(tx: Tx, facts: SessionFacts[]): Promise<vo
 
 export async function deleteTaskSessions(tx: Tx, ids: string[]): Promise<string[]> {
   if (ids.length === 0) return [];
-  const rows = await tx.$queryRawUnsafe<{ id: string }[]>(sqlFile(__dirname, "delete-task-sessions.sql"), JSON.stringify(ids));
+  const rows = await tx.$queryRawUnsafe<{ id: string }[]>(
+    sqlFile(__dirname, "delete-task-sessions.sql"),
+    JSON.stringify(ids),
+  );
   return rows.map((r) => r.id);
 }
 
-export async function readLiveness(db: Db | Tx): Promise<{ sessions: LiveSession[]; reportedAt: Date } | null> {
+export async function readLiveness(
+  db: Db | Tx,
+): Promise<{ sessions: LiveSession[]; reportedAt: Date } | null> {
   const row = await db.reclaimNativeSessionLiveness.findUnique({ where: { instance: "instance" } });
   return row ? { sessions: row.sessions as unknown as LiveSession[], reportedAt: row.reportedAt } : null;
 }
 
-export async function storeLiveness(db: Db, sessions: LiveSession[], reportedAt: Date, receivedAt: Date): Promise<void> {
-  await db.$executeRawUnsafe(sqlFile(__dirname, "store-liveness.sql"), JSON.stringify(sessions), reportedAt, receivedAt);
+export async function storeLiveness(
+  db: Db,
+  sessions: LiveSession[],
+  reportedAt: Date,
+  receivedAt: Date,
+): Promise<void> {
+  await db.$executeRawUnsafe(
+    sqlFile(__dirname, "store-liveness.sql"),
+    JSON.stringify(sessions),
+    reportedAt,
+    receivedAt,
+  );
 }

@@ -31,7 +31,11 @@ export interface LiveSession {
 /** What the last `native_sessions.live` report says, judged against the job's clock. */
 export type Liveness = { known: false } | { known: true; live: Map<string, LiveSession> };
 
-export function livenessAt(report: { sessions: LiveSession[]; reportedAt: Date } | null, now: Date, maxAgeMs: number): Liveness {
+export function livenessAt(
+  report: { sessions: LiveSession[]; reportedAt: Date } | null,
+  now: Date,
+  maxAgeMs: number,
+): Liveness {
   if (report === null || now.getTime() - report.reportedAt.getTime() > maxAgeMs) return { known: false };
   return { known: true, live: new Map(report.sessions.map((s) => [s.id, s])) };
 }
@@ -86,8 +90,10 @@ function filesystemVerdict(session: SessionSurvey, judge: Judge): SessionVerdict
   const live = judge.liveness.live.get(session.name);
   if (live && LIVE_STATES.has(live.state)) return keep("session_live");
   if (live?.cleanupPending || session.cleanupActivation) return keep("cleanup_activation_pending");
-  if (session.state.status !== "ok") return keep(`control_plane_state_${session.state.status}` as SessionKeepReason);
-  if (session.current.writtenAtMs > judge.now.getTime() - judge.windowMs) return keep("copy_written_within_window");
+  if (session.state.status !== "ok")
+    return keep(`control_plane_state_${session.state.status}` as SessionKeepReason);
+  if (session.current.writtenAtMs > judge.now.getTime() - judge.windowMs)
+    return keep("copy_written_within_window");
   return null;
 }
 
@@ -96,7 +102,11 @@ export function needsRows(session: SessionSurvey, judge: Judge): boolean {
   return filesystemVerdict(session, judge) === null;
 }
 
-export function judgeSession(session: SessionSurvey, facts: SessionFacts | null, judge: Judge): SessionVerdict {
+export function judgeSession(
+  session: SessionSurvey,
+  facts: SessionFacts | null,
+  judge: Judge,
+): SessionVerdict {
   const early = filesystemVerdict(session, judge);
   if (early !== null) return early;
   const keep = (reason: SessionKeepReason): SessionVerdict => ({ expire: false, reason });
@@ -104,7 +114,10 @@ export function judgeSession(session: SessionSurvey, facts: SessionFacts | null,
   if (facts === null) return keep("control_plane_state_unreadable");
   if (facts.unfinished_run) return keep("run_unfinished");
   if (facts.open_issue) return keep("issue_open");
-  if (facts.last_issue_closed_at && facts.last_issue_closed_at.getTime() > judge.now.getTime() - judge.windowMs) {
+  if (
+    facts.last_issue_closed_at &&
+    facts.last_issue_closed_at.getTime() > judge.now.getTime() - judge.windowMs
+  ) {
     return keep("issue_closed_within_window");
   }
   if (facts.finalization_unsettled) return keep("finalization_unsettled");
@@ -126,8 +139,14 @@ export type EvidenceVerdict =
   | { remove: true; leftover: boolean }
   | { remove: false; reason: EvidenceKeepReason; dueAt?: Date; busy?: boolean };
 
-export function judgeEvidence(entry: EvidenceEntry, judge: { now: Date; windowMs: number; liveness: Liveness }): EvidenceVerdict {
-  const keep = (reason: EvidenceKeepReason, extra: { dueAt?: Date; busy?: boolean } = {}): EvidenceVerdict => ({
+export function judgeEvidence(
+  entry: EvidenceEntry,
+  judge: { now: Date; windowMs: number; liveness: Liveness },
+): EvidenceVerdict {
+  const keep = (
+    reason: EvidenceKeepReason,
+    extra: { dueAt?: Date; busy?: boolean } = {},
+  ): EvidenceVerdict => ({
     remove: false,
     reason,
     ...extra,

@@ -33,8 +33,7 @@ const controlPlaneState = z.object({
 export type ControlPlaneState = z.infer<typeof controlPlaneState>;
 
 export type StateRead =
-  | { status: "ok"; state: ControlPlaneState }
-  | { status: "missing" | "unreadable" | "too_large" };
+  { status: "ok"; state: ControlPlaneState } | { status: "missing" | "unreadable" | "too_large" };
 
 export interface CopySurvey {
   path: string;
@@ -96,7 +95,9 @@ async function manifestCompletedAtMs(copy: string): Promise<number> {
   try {
     const file = path.join(copy, "manifest.json");
     if (!(await lstat(file)).isFile()) return 0;
-    const at = Date.parse((JSON.parse(await readFile(file, "utf8")) as { completedAt?: unknown }).completedAt as string);
+    const at = Date.parse(
+      (JSON.parse(await readFile(file, "utf8")) as { completedAt?: unknown }).completedAt as string,
+    );
     return Number.isFinite(at) ? at : 0;
   } catch {
     return 0;
@@ -107,27 +108,48 @@ export async function surveyCopy(copy: string, signal?: AbortSignal): Promise<Co
   const kind = await entryKind(copy);
   if (kind === "missing") return null;
   if (kind !== "directory") return { path: copy, kind, identity: null, allocatedBytes: 0, writtenAtMs: 0 };
-  const stats = await treeStats(copy, signal);
-  return {
-    path: copy,
-    kind,
-    identity: await identityOf(copy),
-    allocatedBytes: stats.allocatedBytes,
-    writtenAtMs: Math.max(stats.newestMtimeMs, await manifestCompletedAtMs(copy)),
-  };
+  try {
+    const identity = await identityOf(copy);
+    const stats = await treeStats(copy, signal);
+    return {
+      path: copy,
+      kind,
+      identity,
+      allocatedBytes: stats.allocatedBytes,
+      writtenAtMs: Math.max(stats.newestMtimeMs, await manifestCompletedAtMs(copy)),
+    };
+  } catch (error) {
+    // Replaced by a newer copy while it was read (Paperclip writes one after every turn).
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw error;
+  }
 }
 
-export async function surveySession(root: string, name: string, signal?: AbortSignal): Promise<SessionSurvey> {
+export async function surveySession(
+  root: string,
+  name: string,
+  signal?: AbortSignal,
+): Promise<SessionSurvey> {
   const dir = path.join(root, name);
   const kind = await entryKind(dir);
   const base = { name, path: dir, kind };
   if (kind !== "directory") {
-    return { ...base, state: { status: "missing" }, current: null, retiring: [], expired: [], cleanupActivation: false };
+    return {
+      ...base,
+      state: { status: "missing" },
+      current: null,
+      retiring: [],
+      expired: [],
+      cleanupActivation: false,
+    };
   }
   const backups = path.join(dir, BACKUPS_DIR);
   const inBackups = (await entryKind(backups)) === "directory" ? await names(backups) : [];
   const retired = (prefix: string) =>
-    inBackups.filter((n) => retiredPrefixOf(n) === prefix).sort().map((n) => path.join(backups, n));
+    inBackups
+      .filter((n) => retiredPrefixOf(n) === prefix)
+      .sort()
+      .map((n) => path.join(backups, n));
   return {
     ...base,
     state: await readControlPlaneState(dir),

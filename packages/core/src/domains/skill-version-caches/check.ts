@@ -25,7 +25,15 @@ import { tryLock, type Tx } from "../../db";
 import { identityOf, listRetired, removeRetired, retire, RetireRefused, sameIdentity } from "../../fs";
 import { INSTANCE_SCOPE } from "../../ledger";
 import type { JobContext } from "../types";
-import { ACCESS_DIR, LIMITS, LOCKS, SKILLS_DIR, SWEEP_INTERVAL_MS, VERSIONS_DIR, type SkillVersionCachesConfig } from "./config";
+import {
+  ACCESS_DIR,
+  LIMITS,
+  LOCKS,
+  SKILLS_DIR,
+  SWEEP_INTERVAL_MS,
+  VERSIONS_DIR,
+  type SkillVersionCachesConfig,
+} from "./config";
 import { versionFacts } from "./queries";
 import { judgeVersion } from "./rules";
 import {
@@ -65,12 +73,22 @@ export interface Applied {
 }
 
 const later = (ctx: Ctx, ms: number) => new Date(ctx.startedAt.getTime() + ms);
+
+/**
+ * Ask for the next batch at once. Only a deadline job does: a requested sweep continues
+ * through its report's nextCursor, and a `continue` deadline from it would start a real
+ * (not dry-run) deadline job on the deadline walk's own cursors.
+ */
+function continueNow(ctx: Ctx): void {
+  if (ctx.kind === "deadline") ctx.deadlines.at("continue", ctx.startedAt);
+}
 const rel = (companyId: string, key: string) => `${SKILLS_DIR}/${companyId}/${VERSIONS_DIR}/${key}`;
 
 async function fanOut(ctx: Ctx): Promise<void> {
   // A diagnosis of the instance scope changes nothing: it only says which companies have caches.
   if (ctx.kind !== "deadline") return;
-  for (const company of await listCompanies(ctx.instanceRoot)) ctx.deadlines.at("sweep", ctx.startedAt, company);
+  for (const company of await listCompanies(ctx.instanceRoot))
+    ctx.deadlines.at("sweep", ctx.startedAt, company);
   ctx.deadlines.at("hourly", later(ctx, SWEEP_INTERVAL_MS));
 }
 
@@ -78,7 +96,8 @@ async function listLeftovers(ctx: Ctx, company: string, skills: string[]): Promi
   if (ctx.dryRun) return [];
   const keys: string[] = [];
   for (const skill of skills) {
-    for (const name of await listRetired(path.join(company, VERSIONS_DIR, skill), [".trash"])) keys.push(`${skill}/${name}`);
+    for (const name of await listRetired(path.join(company, VERSIONS_DIR, skill), [".trash"]))
+      keys.push(`${skill}/${name}`);
   }
   keys.sort();
   const after = await ctx.readCursor("trash");
@@ -86,12 +105,22 @@ async function listLeftovers(ctx: Ctx, company: string, skills: string[]): Promi
   const todo = start < 0 ? [] : keys.slice(start, start + LIMITS.trashPerBatch);
   const reachedEnd = start < 0 || start + todo.length >= keys.length;
   await ctx.writeCursor("trash", reachedEnd ? null : (todo.at(-1) ?? null));
-  if (!reachedEnd) ctx.deadlines.at("continue", ctx.startedAt);
-  return todo.map((key) => ({ rel: rel(ctx.scope, key), path: path.join(company, VERSIONS_DIR, key), leftover: true }));
+  if (!reachedEnd) continueNow(ctx);
+  return todo.map((key) => ({
+    rel: rel(ctx.scope, key),
+    path: path.join(company, VERSIONS_DIR, key),
+    leftover: true,
+  }));
 }
 
 export async function prepare(ctx: Ctx): Promise<Prepared> {
-  const empty: Prepared = { company: null, versions: [], more: false, leftovers: [], observationStartMs: null };
+  const empty: Prepared = {
+    company: null,
+    versions: [],
+    more: false,
+    leftovers: [],
+    observationStartMs: null,
+  };
   if (ctx.scope === INSTANCE_SCOPE) {
     await fanOut(ctx);
     return empty;
@@ -141,7 +170,9 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
 
   const facts = await versionFacts(tx, ctx.companyId, prepared.versions, ctx.config.keep);
   const observationStart =
-    prepared.versions.length > 0 ? await startObservation(ctx, company, prepared.observationStartMs) : ctx.startedAt.getTime();
+    prepared.versions.length > 0
+      ? await startObservation(ctx, company, prepared.observationStartMs)
+      : ctx.startedAt.getTime();
   const judge = { now: ctx.startedAt, graceMs: ctx.config.graceMs, observationStartMs: observationStart };
   const companyId = ctx.companyId;
   let examined = 0;
@@ -152,6 +183,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     examined += 1;
     ctx.report.examined();
     await ctx.faults.hit("skill-version-caches.entry-examined");
+    if (entry.kind === "missing") continue;
     const id = rel(companyId, entry.key);
     const row = facts.versions.get(entry.key) ?? null;
     let verdict = judgeVersion(facts.company, entry, row, judge);
@@ -164,11 +196,17 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
         ctx.deadlines.at("retry", later(ctx, RETRY_MS));
         continue;
       }
-      verdict = judgeVersion(facts.company, { ...entry, lastUseRecordMs: await lastUseRecordMs(company, entry) }, row, judge);
+      verdict = judgeVersion(
+        facts.company,
+        { ...entry, lastUseRecordMs: await lastUseRecordMs(company, entry) },
+        row,
+        judge,
+      );
     }
     if (!verdict.evict) {
       ctx.report.skip(id, verdict.reason, { companyId, bytes: entry.allocatedBytes });
-      if (verdict.recheckAt && (recheckAt === null || verdict.recheckAt < recheckAt)) recheckAt = verdict.recheckAt;
+      if (verdict.recheckAt && (recheckAt === null || verdict.recheckAt < recheckAt))
+        recheckAt = verdict.recheckAt;
       continue;
     }
     ctx.report.candidate(id, entry.allocatedBytes, { companyId, reason: verdict.because });
@@ -179,15 +217,22 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
       await ctx.faults.hit("skill-version-caches.after-trash-rename");
     } catch (error) {
       if (!(error instanceof RetireRefused)) throw error;
-      if (error.reason !== "missing") ctx.report.skip(id, error.reason === "identity_changed" ? "directory_changed" : error.reason, { companyId });
+      if (error.reason !== "missing")
+        ctx.report.skip(id, error.reason === "identity_changed" ? "directory_changed" : error.reason, {
+          companyId,
+        });
     }
   }
 
   if (recheckAt !== null) ctx.deadlines.at("retention", recheckAt);
   const stoppedEarly = examined < prepared.versions.length;
   if (stoppedEarly || prepared.more) {
-    await ctx.writeCursor("versions", prepared.versions[examined - 1]?.key ?? (await ctx.readCursor("versions")), tx);
-    ctx.deadlines.at("continue", ctx.startedAt);
+    await ctx.writeCursor(
+      "versions",
+      prepared.versions[examined - 1]?.key ?? (await ctx.readCursor("versions")),
+      tx,
+    );
+    continueNow(ctx);
   } else {
     await ctx.writeCursor("versions", null, tx);
   }
@@ -210,7 +255,10 @@ async function deleteTrash(ctx: Ctx, items: Trash[]): Promise<void> {
         await ctx.faults.hit("skill-version-caches.before-trash-delete");
         try {
           const bytes = await removeRetired(item.path);
-          ctx.report.removedEntry(item.rel, bytes, { companyId, ...(item.leftover ? { reason: "interrupted_trash" } : {}) });
+          ctx.report.removedEntry(item.rel, bytes, {
+            companyId,
+            ...(item.leftover ? { reason: "interrupted_trash" } : {}),
+          });
         } catch {
           ctx.report.failed(item.rel, "trash_delete_failed", { companyId });
           ctx.deadlines.at("retry", later(ctx, RETRY_MS));

@@ -12,7 +12,12 @@ export interface BatchFacts {
 type Row = VersionFacts & CompanyFacts;
 
 /** Facts for a batch, keyed by `<skill>/<version>`. An empty batch still learns the company facts. */
-export async function versionFacts(tx: Tx, companyId: string, refs: VersionRef[], keep: number): Promise<BatchFacts> {
+export async function versionFacts(
+  tx: Tx,
+  companyId: string,
+  refs: VersionRef[],
+  keep: number,
+): Promise<BatchFacts> {
   const rows = await tx.$queryRawUnsafe<Row[]>(
     sqlFile(__dirname, "version-facts.sql"),
     companyId,

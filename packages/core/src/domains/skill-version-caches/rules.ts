@@ -60,7 +60,12 @@ export interface Judge {
 
 type Survey = Pick<VersionSurvey, "kind" | "ownMtimeMs" | "lastUseRecordMs">;
 
-export function judgeVersion(company: CompanyFacts, entry: Survey, facts: VersionFacts | null, judge: Judge): Verdict {
+export function judgeVersion(
+  company: CompanyFacts,
+  entry: Survey,
+  facts: VersionFacts | null,
+  judge: Judge,
+): Verdict {
   const keep = (reason: KeepReason, recheckAt?: Date): Verdict => ({ evict: false, reason, recheckAt });
 
   if (company.run_selection_unknown) return keep("active_run_selection_unknown");

@@ -10,7 +10,7 @@
  */
 import { lstat, readdir } from "node:fs/promises";
 import path from "node:path";
-import { entryKind, identityOf, treeStats, UUID_NAME, type EntryKind, type Identity } from "../../fs";
+import { entryKind, treeStats, UUID_NAME, type EntryKind, type Identity } from "../../fs";
 import { ACCESS_DIR, OBSERVATION_MARKER, SKILLS_DIR, VERSIONS_DIR } from "./config";
 
 export interface VersionRef {
@@ -68,7 +68,9 @@ export function listSkillDirs(company: string): Promise<string[]> {
 export async function listVersionKeys(company: string, skills: string[]): Promise<string[]> {
   const keys: string[] = [];
   for (const skill of skills) {
-    for (const name of (await names(path.join(company, VERSIONS_DIR, skill))).filter((n) => UUID_NAME.test(n))) {
+    for (const name of (await names(path.join(company, VERSIONS_DIR, skill))).filter((n) =>
+      UUID_NAME.test(n),
+    )) {
       keys.push(`${skill}/${name}`);
     }
   }
@@ -99,22 +101,39 @@ export function observationStartMs(company: string): Promise<number | null> {
   return mtimeOf(observationMarker(company));
 }
 
-export async function surveyVersion(company: string, key: string, signal?: AbortSignal): Promise<VersionSurvey> {
+export async function surveyVersion(
+  company: string,
+  key: string,
+  signal?: AbortSignal,
+): Promise<VersionSurvey> {
   const [skillId, versionId] = key.split("/") as [string, string];
   const full = path.join(company, VERSIONS_DIR, skillId, versionId);
-  const kind = await entryKind(full);
-  const base = { key, skillId, versionId, path: full, kind };
+  const base = { key, skillId, versionId, path: full };
   const lastUse = await lastUseRecordMs(company, { skillId, versionId });
-  if (kind !== "directory") {
-    return { ...base, identity: null, ownMtimeMs: null, allocatedBytes: 0, lastUseRecordMs: lastUse };
-  }
-  const own = await lstat(full);
-  const stats = await treeStats(full, signal);
-  return {
+  const none = (kind: EntryKind) => ({
     ...base,
-    identity: await identityOf(full),
-    ownMtimeMs: own.mtimeMs,
-    allocatedBytes: stats.allocatedBytes,
+    kind,
+    identity: null,
+    ownMtimeMs: null,
+    allocatedBytes: 0,
     lastUseRecordMs: lastUse,
-  };
+  });
+  const kind = await entryKind(full);
+  if (kind !== "directory") return none(kind);
+  try {
+    const own = await lstat(full);
+    const stats = await treeStats(full, signal);
+    return {
+      ...base,
+      kind,
+      identity: { dev: own.dev, ino: own.ino },
+      ownMtimeMs: own.mtimeMs,
+      allocatedBytes: stats.allocatedBytes,
+      lastUseRecordMs: lastUse,
+    };
+  } catch (error) {
+    // Evicted or replaced meanwhile (another server's sweep, a rebuild): nothing to judge now.
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return none("missing");
+    throw error;
+  }
 }
