@@ -71,7 +71,9 @@ describe("batches", () => {
     expect(first.checked).toBe(50);
     expect(first.nextCursor).toEqual(expect.any(String));
     // A diagnosis continues through its cursor only: it schedules no real batch.
-    expect(await stack.db.reclaimDeadline.count({ where: { domain: DOMAIN, companyId: c, reason: "continue" } })).toBe(0);
+    expect(
+      await stack.db.reclaimDeadline.count({ where: { domain: DOMAIN, companyId: c, reason: "continue" } }),
+    ).toBe(0);
     const second = await sweep(stack, c, { dryRun: true, cursor: first.nextCursor });
     expect(second).toMatchObject({ checked: 10, nextCursor: null });
     // Every version exactly once across the two pages; only the current one is kept.
