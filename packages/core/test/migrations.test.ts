@@ -12,6 +12,8 @@ const PAPERCLIP_TABLES = [
   "environment_leases",
   "issue_recovery_actions",
   "agent_task_sessions",
+  "company_skills",
+  "company_skill_versions",
 ];
 
 async function query<T extends pg.QueryResultRow>(url: string, sql: string, params: unknown[] = []) {

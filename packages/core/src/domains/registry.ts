@@ -3,10 +3,12 @@
  * is known (its queue name and API paths are reserved) but not implemented yet.
  */
 import type { DomainId } from "./ids";
+import { nativeSessionBackups } from "./native-session-backups";
 import { nativeWorkspaceSync } from "./native-workspace-sync";
+import { skillVersionCaches } from "./skill-version-caches";
 import type { AnyDomain, DomainControls } from "./types";
 
-export const IMPLEMENTED_DOMAINS: readonly AnyDomain[] = [nativeWorkspaceSync];
+export const IMPLEMENTED_DOMAINS: readonly AnyDomain[] = [nativeWorkspaceSync, skillVersionCaches, nativeSessionBackups];
 
 export const domainRegistry: ReadonlyMap<DomainId, AnyDomain> = new Map(
   IMPLEMENTED_DOMAINS.map((d) => [d.id, d]),

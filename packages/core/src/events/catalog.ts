@@ -20,6 +20,9 @@ export const RUN_STATUSES = [
   "timed_out",
 ] as const;
 
+/** What a live native session may be doing; each keeps its backup copy and evidence. */
+export const NATIVE_SESSION_LIVE_STATES = ["executing", "initializing", "warm", "closing"] as const;
+
 export const eventSchemas = {
   "native_workspace_sync.folder_created": z
     .object({
@@ -62,6 +65,41 @@ export const eventSchemas = {
   "company.deleted": z
     .object({ type: z.literal("company.deleted"), companyId })
     .describe("A company was deleted"),
+  // The two events below describe the whole instance, not one company: `companyId` is optional.
+  "native_sessions.live": z
+    .object({
+      type: z.literal("native_sessions.live"),
+      companyId: companyId.optional(),
+      sessions: z
+        .array(
+          z.object({
+            id: z
+              .string()
+              .min(1)
+              .max(512)
+              .describe("The session scope: its directory name under durable-sessions/"),
+            state: z.enum(NATIVE_SESSION_LIVE_STATES),
+            cleanupPending: z
+              .boolean()
+              .optional()
+              .describe("A cleanup activation is pending for the session"),
+          }),
+        )
+        // Fits the API's 1 MiB body limit with room to spare.
+        .max(10_000),
+      reportedAt: z.iso.datetime({ offset: true }).describe("When the server took this snapshot"),
+    })
+    .describe(
+      "The full set of native sessions live in the Paperclip server right now (replaces the previous report)",
+    ),
+  "native_sessions.evidence_written": z
+    .object({
+      type: z.literal("native_sessions.evidence_written"),
+      companyId: companyId.optional(),
+      kind: z.enum(["continuity_break", "quarantine"]),
+      writtenAt: z.iso.datetime({ offset: true }),
+    })
+    .describe("A native session wrote a continuity-break archive or a quarantine entry"),
 } as const;
 
 export type EventType = keyof typeof eventSchemas;

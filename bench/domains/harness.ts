@@ -1,0 +1,114 @@
+/**
+ * What the domain benchmarks share: a migrated scratch database, a scratch instance root,
+ * a count of the SQL statements sent to PostgreSQL (every pg client query: BEGIN, locks,
+ * the checks' reads, the settle's ledger and report writes), and one job run through the
+ * real pipeline (jobs/run-job.ts) without BullMQ, so a batch's figures are its own.
+ * Bench-only: nothing here is product code.
+ */
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import pg from "pg";
+import {
+  createDb,
+  domainRegistry,
+  FaultPoints,
+  runJob,
+  silentLogger,
+  systemClock,
+  type BatchReport,
+  type Db,
+  type DeadlineQueues,
+  type DomainControls,
+  type DomainId,
+} from "@reclaim/core";
+import { applyMigrations } from "@reclaim/core/src/db/migrate";
+import { createEmptyDatabase } from "@reclaim/testkit";
+
+let statements = 0;
+const query = pg.Client.prototype.query;
+pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+  statements += 1;
+  return (query as (...a: unknown[]) => unknown).apply(this, args);
+} as typeof query;
+
+export interface Bench {
+  db: Db;
+  instanceRoot: string;
+  run(
+    domain: DomainId,
+    scope: string,
+    options?: { dryRun?: boolean; cursor?: string; instanceRoot?: string },
+  ): Promise<{ report: BatchReport; queries: number; ms: number }>;
+  close(): Promise<void>;
+}
+
+export async function openBench(env: Record<string, string> = {}): Promise<Bench> {
+  const database = await createEmptyDatabase();
+  await applyMigrations(database.url);
+  const db = createDb(database.url, { max: 4 });
+  const instanceRoot = await mkdtemp(path.join(tmpdir(), "reclaim-bench-"));
+  const configs = new Map<DomainId, DomainControls>();
+  for (const [id, domain] of domainRegistry) configs.set(id, domain.readConfig(env));
+  const queues = { syncSoon: () => undefined } as unknown as DeadlineQueues;
+  const deps = {
+    db,
+    queues,
+    clock: systemClock,
+    instanceRoot,
+    log: silentLogger,
+    faults: FaultPoints.none(),
+    configs,
+    domains: domainRegistry,
+  };
+  return {
+    db,
+    instanceRoot,
+    async run(domain, scope, options = {}) {
+      const before = statements;
+      const started = process.hrtime.bigint();
+      const report = await runJob(
+        { ...deps, instanceRoot: options.instanceRoot ?? instanceRoot },
+        {
+          id: `bench-${randomUUID()}`,
+          data: {
+            kind: "sweep",
+            domain,
+            scope,
+            dryRun: options.dryRun ?? false,
+            ...(options.cursor ? { cursor: options.cursor } : {}),
+          },
+          attemptsMade: 0,
+          attempts: 1,
+          signal: new AbortController().signal,
+        },
+      );
+      return { report, queries: statements - before, ms: Number(process.hrtime.bigint() - started) / 1e6 };
+    },
+    async close() {
+      await db.$disconnect();
+      await database.drop();
+      await rm(instanceRoot, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Runs `scope` page by page until the sweep says it is done; returns entries examined and time. */
+export async function fullPass(bench: Bench, domain: DomainId, scope: string, dryRun: boolean) {
+  let cursor: string | undefined;
+  let checked = 0;
+  let ms = 0;
+  let batches = 0;
+  do {
+    const page = await bench.run(domain, scope, { dryRun, ...(cursor ? { cursor } : {}) });
+    if (page.report.error) throw new Error(page.report.error);
+    checked += page.report.checked;
+    ms += page.ms;
+    batches += 1;
+    cursor = page.report.nextCursor ?? undefined;
+  } while (cursor);
+  return { checked, ms, batches };
+}
+
+export const perSecond = (n: number, ms: number) => Math.round((n / ms) * 1000);

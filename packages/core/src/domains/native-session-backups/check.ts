@@ -1,0 +1,468 @@
+/**
+ * One batch of native session backup expiration and evidence retention (instance scope;
+ * a company-scoped requested sweep diagnoses that company's sessions only).
+ *
+ * prepare (no lock): read the liveness report; survey up to 200 session directories from
+ *   the session cursor (control-plane state, the `current` copy, leftovers); when the
+ *   evidence check is due, survey evidence entries from the evidence cursor with what is
+ *   left of the 200.
+ * apply (the job's transaction): read the rows of every session still in question in one
+ *   query; finish leftovers (restore an unconfirmed `.retiring-*` when `current` is missing,
+ *   drop it when a newer `current` exists); lock the rows of the candidates and read them
+ *   again; rename each copy that still expires to `.retiring-<UUID>`; check once more for a
+ *   run of those sessions and undo the rename where one appeared (or the check failed);
+ *   delete the agent task sessions of the confirmed ones. Evidence due for removal is
+ *   renamed to `.expired-<UUID>`. At most 50 removals, leftovers included.
+ * finish (after commit): rename each confirmed copy to `.expired-<UUID>` and delete it,
+ *   delete the expired evidence and leftovers, remove emptied `continuity-breaks` folders.
+ *   The rest of the session directory, its control-plane state included, is never touched.
+ */
+import { rmdir } from "node:fs/promises";
+import path from "node:path";
+import { MINUTE_MS } from "../../clock";
+import type { Tx } from "../../db";
+import { removeRetired, retire, RetireRefused, treeStats, unretire } from "../../fs";
+import { INSTANCE_SCOPE } from "../../ledger";
+import type { JobContext } from "../types";
+import {
+  BACKUPS_DIR,
+  CONTINUITY_BREAKS_DIR,
+  CURRENT,
+  LIMITS,
+  SESSIONS_DIR,
+  SWEEP_INTERVAL_MS,
+  type NativeSessionBackupsConfig,
+} from "./config";
+import { listEvidence, surveyEvidence, type EvidenceEntry } from "./evidence";
+import {
+  deleteTaskSessions,
+  lockSessionRows,
+  readLiveness,
+  sessionFacts,
+  type SessionInput,
+} from "./queries";
+import {
+  judgeEvidence,
+  judgeSession,
+  livenessAt,
+  needsRows,
+  type Liveness,
+  type SessionFacts,
+} from "./rules";
+import { listSessionNames, readControlPlaneState, surveySession, type SessionSurvey } from "./survey";
+
+type Ctx = JobContext<NativeSessionBackupsConfig>;
+
+const RETRY_MS = 15 * MINUTE_MS;
+/** Claims that start the session walk from the top, and the evidence check. */
+const SESSION_REASONS = new Set(["startup", "hourly", "retry"]);
+const EVIDENCE_REASONS = new Set(["startup", "evidence", "retry"]);
+/**
+ * The evidence cursor of a check that is due but had no room in its batch: non-null, so
+ * the continuation runs it, and before every key, so it starts from the beginning.
+ */
+const EVIDENCE_NOT_STARTED = "";
+
+export interface Prepared {
+  root: string;
+  /** The session walk is due in this batch. */
+  sessionsRan: boolean;
+  liveness: Liveness;
+  sessions: SessionSurvey[];
+  sessionsMore: boolean;
+  /** null when the evidence check is not due in this batch. */
+  evidence: EvidenceEntry[] | null;
+  evidenceMore: boolean;
+  emptyArchiveDirs: string[];
+}
+
+interface Deletion {
+  rel: string;
+  path: string;
+  companyId?: string | null;
+  reason?: string;
+  /** The `continuity-breaks` folder it was in, to remove once empty. */
+  archiveDir?: string;
+}
+
+interface Expiring {
+  rel: string;
+  retiring: string;
+  companyId: string;
+}
+
+export interface Applied {
+  expiring: Expiring[];
+  deletions: Deletion[];
+  archiveDirs: string[];
+  clearedTaskSessions: number;
+}
+
+const later = (ctx: Ctx, ms: number) => new Date(ctx.startedAt.getTime() + ms);
+
+/**
+ * Ask for the next batch at once. Only a deadline job does: a requested sweep continues
+ * through its report's nextCursor, and a `continue` deadline from it would start a real
+ * (not dry-run) deadline job on the deadline walk's own cursors.
+ */
+function continueNow(ctx: Ctx): void {
+  if (ctx.kind === "deadline") ctx.deadlines.at("continue", ctx.startedAt);
+}
+const rel = (key: string) => `${SESSIONS_DIR}/${key}`;
+const copyRel = (session: string) => rel(`${session}/${BACKUPS_DIR}/${CURRENT}`);
+
+/**
+ * Whether a walk starts from the top in this job. A walk with a cursor always continues.
+ * A requested sweep runs both walks on its first page; a later page (it carries a cursor)
+ * runs only the walks that have not finished, so the session walk runs once per diagnosis.
+ */
+async function startsFresh(ctx: Ctx, walk: "sessions" | "evidence"): Promise<boolean> {
+  if (ctx.kind === "sweep") {
+    const other = await ctx.readCursor(walk === "sessions" ? "evidence" : "sessions");
+    return walk === "evidence" || other === null;
+  }
+  return ctx.claimed.some((c) => (walk === "sessions" ? SESSION_REASONS : EVIDENCE_REASONS).has(c.reason));
+}
+
+async function walkSessions(ctx: Ctx, root: string, names: string[], budget: number) {
+  const after = await ctx.readCursor("sessions");
+  if (after === null && !(await startsFresh(ctx, "sessions")))
+    return { ran: false, sessions: [], more: false };
+  const start = after === null ? 0 : names.findIndex((n) => n > after);
+  const todo = start < 0 ? [] : names.slice(start);
+  const sessions: SessionSurvey[] = [];
+  let looked = 0;
+  for (const name of todo) {
+    if (ctx.signal.aborted || sessions.length >= budget) break;
+    looked += 1;
+    if (ctx.scope !== INSTANCE_SCOPE) {
+      // A company's diagnosis: only the sessions its control-plane state assigns to it.
+      const state = await readControlPlaneState(path.join(root, name));
+      if (state.status !== "ok" || state.state.companyId !== ctx.scope) continue;
+    }
+    sessions.push(await surveySession(root, name, ctx.signal));
+  }
+  return { ran: true, sessions, more: looked < todo.length, lastLooked: todo[looked - 1] };
+}
+
+export async function prepare(ctx: Ctx): Promise<Prepared> {
+  const root = path.join(ctx.instanceRoot, SESSIONS_DIR);
+  const liveness = livenessAt(
+    await readLiveness(ctx.db),
+    ctx.startedAt,
+    ctx.config.livenessMaxAgeSeconds * 1000,
+  );
+  const names = await listSessionNames(root);
+  const walked = await walkSessions(ctx, root, names, LIMITS.entriesPerBatch);
+  const prepared: Prepared = {
+    root,
+    sessionsRan: walked.ran,
+    liveness,
+    sessions: walked.sessions,
+    sessionsMore: walked.more,
+    evidence: null,
+    evidenceMore: false,
+    emptyArchiveDirs: [],
+  };
+  // Sessions skipped by a company filter still moved the walk: remember where it stopped.
+  if (walked.more && walked.sessions.length === 0 && walked.lastLooked)
+    await ctx.writeCursor("sessions", walked.lastLooked);
+
+  const evidenceAfter = await ctx.readCursor("evidence");
+  if (ctx.scope !== INSTANCE_SCOPE || (evidenceAfter === null && !(await startsFresh(ctx, "evidence"))))
+    return prepared;
+  const room = LIMITS.entriesPerBatch - walked.sessions.length;
+  if (room <= 0 || ctx.signal.aborted) {
+    if (evidenceAfter === null) await ctx.writeCursor("evidence", EVIDENCE_NOT_STARTED);
+    continueNow(ctx);
+    return prepared;
+  }
+  const listing = await listEvidence(root, names);
+  const start = evidenceAfter === null ? 0 : listing.keys.findIndex((k) => k > evidenceAfter);
+  const slice = start < 0 ? [] : listing.keys.slice(start, start + room);
+  const evidence: EvidenceEntry[] = [];
+  for (const key of slice) {
+    if (ctx.signal.aborted) break;
+    evidence.push(await surveyEvidence(root, key));
+  }
+  prepared.evidence = evidence;
+  prepared.evidenceMore = start >= 0 && start + evidence.length < listing.keys.length;
+  prepared.emptyArchiveDirs = listing.emptyArchiveDirs;
+  return prepared;
+}
+
+const inputOf = (s: SessionSurvey): SessionInput | null =>
+  s.state.status === "ok" ? { scope: s.name, ...s.state.state } : null;
+const inputs = (sessions: SessionSurvey[]) =>
+  sessions.map(inputOf).filter((i): i is SessionInput => i !== null);
+const companyOf = (s: SessionSurvey) => (s.state.status === "ok" ? s.state.state.companyId : null);
+
+class Batch {
+  removalsLeft: number = LIMITS.removalsPerBatch;
+  readonly applied: Applied = { expiring: [], deletions: [], archiveDirs: [], clearedTaskSessions: 0 };
+  constructor(readonly ctx: Ctx) {}
+
+  delete(item: Deletion): void {
+    this.applied.deletions.push(item);
+    this.removalsLeft -= 1;
+  }
+}
+
+/**
+ * `.retiring-*` and `.expired-*` left by an interrupted batch. Returns false when the
+ * session is not judged in this batch (its copy was just restored, or is being replaced).
+ * A dry run leaves them as they are.
+ */
+async function finishLeftovers(batch: Batch, session: SessionSurvey): Promise<boolean> {
+  const { ctx } = batch;
+  if (ctx.dryRun) return true;
+  const companyId = companyOf(session);
+  const leftover = (p: string) => rel(`${session.name}/${BACKUPS_DIR}/${path.basename(p)}`);
+  for (const expired of session.expired)
+    batch.delete({ rel: leftover(expired), path: expired, companyId, reason: "interrupted_deletion" });
+  let stale = session.retiring;
+  let judge = true;
+  if (session.current === null && stale.length > 0) {
+    // Never confirmed, or confirmed but interrupted before `.expired`: put it back, and let
+    // a later batch decide again from what is there then.
+    const [first, ...rest] = stale;
+    if (await unretire(first!, path.join(session.path, BACKUPS_DIR, CURRENT))) {
+      await ctx.faults.hit("native-session-backups.after-restore-rename");
+      ctx.report.skip(copyRel(session.name), "unconfirmed_copy_restored", { companyId });
+      continueNow(ctx);
+    }
+    stale = rest;
+    judge = false;
+  }
+  for (const superseded of stale) {
+    // A newer `current` exists. Renamed first, so an interrupted delete leaves an
+    // `.expired-*`, never a half-deleted `.retiring-*` that a later batch could restore.
+    const to = await retire(superseded, ".expired");
+    batch.delete({ rel: leftover(superseded), path: to, companyId, reason: "superseded_by_newer_copy" });
+  }
+  return judge;
+}
+
+const sameRuns = (a: string[], b: string[]) => a.length === b.length && a.every((id, i) => id === b[i]);
+
+async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): Promise<number> {
+  const { ctx } = batch;
+  const judge = { now: ctx.startedAt, windowMs: ctx.config.windowMs, liveness: prepared.liveness };
+  const facts = await sessionFacts(tx, inputs(prepared.sessions.filter((s) => needsRows(s, judge))));
+  const tentative: SessionSurvey[] = [];
+  let handled = 0;
+
+  for (const session of prepared.sessions) {
+    if (ctx.signal.aborted || batch.removalsLeft <= 0) break;
+    handled += 1;
+    ctx.report.examined();
+    if (!(await finishLeftovers(batch, session))) continue;
+    const verdict = judgeSession(session, facts.get(session.name) ?? null, judge);
+    if (!verdict.expire) {
+      ctx.report.skip(copyRel(session.name), verdict.reason, {
+        companyId: companyOf(session),
+        bytes: session.current?.allocatedBytes ?? 0,
+      });
+      continue;
+    }
+    if (ctx.dryRun) {
+      ctx.report.candidate(copyRel(session.name), session.current!.allocatedBytes, {
+        companyId: companyOf(session),
+      });
+      continue;
+    }
+    tentative.push(session);
+    batch.removalsLeft -= 1;
+  }
+  if (tentative.length === 0) return handled;
+
+  // Lock the rows Paperclip would touch to resume these sessions, then decide again.
+  await lockSessionRows(
+    tx,
+    tentative.map((s) => facts.get(s.name)!),
+  );
+  const locked = await sessionFacts(tx, inputs(tentative));
+  const retiring: { session: SessionSurvey; path: string; facts: SessionFacts }[] = [];
+  for (const session of tentative) {
+    const id = copyRel(session.name);
+    const companyId = companyOf(session);
+    const now = locked.get(session.name)!;
+    const verdict = judgeSession(session, now, judge);
+    if (!verdict.expire) {
+      ctx.report.skip(id, verdict.reason, { companyId, bytes: session.current!.allocatedBytes });
+      continue;
+    }
+    try {
+      const to = await retire(session.current!.path, ".retiring", session.current!.identity ?? undefined);
+      retiring.push({ session, path: to, facts: now });
+    } catch (error) {
+      if (!(error instanceof RetireRefused)) {
+        await undo(retiring);
+        throw error;
+      }
+      ctx.report.skip(id, error.reason === "identity_changed" ? "copy_changed" : error.reason, { companyId });
+      continue;
+    }
+    // A crash here leaves `.retiring-*` with no `current`: the next batch restores it.
+    await ctx.faults.hit("native-session-backups.after-retiring-rename");
+  }
+  if (retiring.length === 0) return handled;
+
+  // The final check: a run of the session that appeared since the rows were locked (it
+  // would look for `current`) undoes the rename; so does a check that fails.
+  let final: Map<string, SessionFacts>;
+  try {
+    final = await sessionFacts(tx, inputs(retiring.map((r) => r.session)));
+  } catch (error) {
+    await undo(retiring);
+    throw error;
+  }
+  const taskSessions: string[] = [];
+  for (const item of retiring) {
+    const { session } = item;
+    const id = copyRel(session.name);
+    const companyId = companyOf(session)!;
+    const now = final.get(session.name);
+    if (!now || now.unfinished_run || !sameRuns(now.run_ids, item.facts.run_ids)) {
+      await undo([item]);
+      ctx.report.skip(id, "run_appeared", { companyId });
+      continue;
+    }
+    ctx.report.candidate(id, session.current!.allocatedBytes, { companyId });
+    batch.applied.expiring.push({ rel: id, retiring: item.path, companyId });
+    taskSessions.push(...now.task_session_ids);
+  }
+  batch.applied.clearedTaskSessions = (await deleteTaskSessions(tx, taskSessions)).length;
+  return handled;
+}
+
+async function undo(items: { session: SessionSurvey; path: string }[]): Promise<void> {
+  for (const item of items) {
+    // A `current` written meanwhile wins; this copy is then dropped by a later batch.
+    await unretire(item.path, path.join(item.session.path, BACKUPS_DIR, CURRENT)).catch(() => false);
+  }
+}
+
+function continueWalk(ctx: Ctx) {
+  return async (name: string, handled: number, keys: string[], more: boolean, tx: Tx) => {
+    if (handled < keys.length || more) {
+      await ctx.writeCursor(name, keys[handled - 1] ?? (await ctx.readCursor(name)), tx);
+      continueNow(ctx);
+    } else {
+      await ctx.writeCursor(name, null, tx);
+    }
+  };
+}
+
+async function expireEvidence(batch: Batch, prepared: Prepared): Promise<number> {
+  const { ctx } = batch;
+  const judge = { now: ctx.startedAt, windowMs: ctx.config.evidenceWindowMs, liveness: prepared.liveness };
+  let handled = 0;
+  let nextDue: Date | null = null;
+  let again = false;
+  for (const entry of prepared.evidence ?? []) {
+    if (ctx.signal.aborted || batch.removalsLeft <= 0) break;
+    handled += 1;
+    ctx.report.examined();
+    const id = rel(entry.key);
+    const archiveDir =
+      entry.key.split("/")[1] === CONTINUITY_BREAKS_DIR ? path.dirname(entry.path) : undefined;
+    const verdict = judgeEvidence(entry, judge);
+    if (!verdict.remove) {
+      ctx.report.skip(id, verdict.reason);
+      if (verdict.dueAt && (nextDue === null || verdict.dueAt < nextDue)) nextDue = verdict.dueAt;
+      again ||= verdict.busy === true;
+      continue;
+    }
+    if (verdict.leftover) {
+      if (!ctx.dryRun)
+        batch.delete({ rel: id, path: entry.path, reason: "interrupted_deletion", archiveDir });
+      continue;
+    }
+    ctx.report.candidate(id, (await treeStats(entry.path)).allocatedBytes);
+    if (ctx.dryRun) continue;
+    try {
+      batch.delete({ rel: id, path: await retire(entry.path, ".expired"), archiveDir });
+    } catch (error) {
+      if (!(error instanceof RetireRefused)) throw error;
+      if (error.reason !== "missing") ctx.report.skip(id, error.reason);
+      continue;
+    }
+    await ctx.faults.hit("native-session-backups.after-evidence-rename");
+  }
+  // Nothing polls: the oldest retained entry says when to look again; a busy session or
+  // unknown liveness, at the next hourly sweep.
+  if (nextDue !== null) ctx.deadlines.at("evidence", nextDue);
+  if (again) ctx.deadlines.at("evidence", later(ctx, SWEEP_INTERVAL_MS));
+  if (!ctx.dryRun) batch.applied.archiveDirs.push(...prepared.emptyArchiveDirs);
+  return handled;
+}
+
+export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Applied> {
+  const batch = new Batch(ctx);
+  const move = continueWalk(ctx);
+  if (ctx.kind === "deadline" && ctx.scope === INSTANCE_SCOPE)
+    ctx.deadlines.at("hourly", later(ctx, SWEEP_INTERVAL_MS));
+
+  const sessionsHandled = await expireSessions(batch, tx, prepared);
+  const sessionNames = prepared.sessions.map((s) => s.name);
+  if (prepared.sessionsRan) await move("sessions", sessionsHandled, sessionNames, prepared.sessionsMore, tx);
+
+  if (prepared.evidence !== null) {
+    const handled = await expireEvidence(batch, prepared);
+    await move(
+      "evidence",
+      handled,
+      prepared.evidence.map((e) => e.key),
+      prepared.evidenceMore,
+      tx,
+    );
+  }
+  return batch.applied;
+}
+
+export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
+  for (const item of applied.expiring) {
+    try {
+      const expired = await retire(item.retiring, ".expired");
+      await ctx.faults.hit("native-session-backups.after-expired-rename");
+      ctx.report.removedEntry(item.rel, await removeRetired(expired), { companyId: item.companyId });
+    } catch (error) {
+      if (error instanceof Error && error.name === "InjectedFault") throw error;
+      // The retired name stays; the next batch's leftover pass finishes it.
+      ctx.report.failed(item.rel, "delete_failed", { companyId: item.companyId });
+      ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+    }
+  }
+  const archiveDirs = new Set(applied.archiveDirs);
+  for (const item of applied.deletions) {
+    try {
+      ctx.report.removedEntry(item.rel, await removeRetired(item.path), {
+        ...(item.companyId !== undefined ? { companyId: item.companyId } : {}),
+        ...(item.reason ? { reason: item.reason } : {}),
+      });
+      if (item.archiveDir) archiveDirs.add(item.archiveDir);
+    } catch {
+      ctx.report.failed(item.rel, "delete_failed");
+      // Evidence is looked at again on the next sweep after a failed removal; copies retry.
+      const evidence = item.archiveDir !== undefined || item.rel.includes("/quarantine/");
+      if (evidence) ctx.deadlines.at("evidence", later(ctx, SWEEP_INTERVAL_MS));
+      else ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+    }
+  }
+  for (const dir of archiveDirs) {
+    // Only an empty folder goes; anything written into it meanwhile keeps it.
+    await rmdir(dir).catch(() => undefined);
+  }
+  if (ctx.report.candidates > 0 || ctx.report.removed > 0) {
+    ctx.log.info("native session backups", {
+      event: "native_session_backups.retention",
+      dryRun: ctx.dryRun,
+      candidates: ctx.report.entries.filter((e) => e.outcome === "candidate").map((e) => e.id),
+      candidateBytes: ctx.report.candidateBytes,
+      reclaimedBytes: ctx.report.reclaimedBytes,
+      clearedTaskSessions: applied.clearedTaskSessions,
+      skipped: ctx.report.skipped,
+    });
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * The evidence native sessions leave under the sessions root, read from the filesystem
+ * only (this part never queries the database):
+ *   <session>/continuity-breaks/<epoch ms>-<UUID>/           nothing reads these again
+ *   quarantine/<session>.<reason>.<epoch ms>.<pid>.<UUID>/   recovery and failed-run retry consult these
+ *   quarantine/<session>.identity_indeterminate.cleanup.<UUID>  native cleanup's, referenced from recovery history: kept
+ * plus `.expired-<UUID>` leftovers of interrupted deletions in either folder.
+ */
+import { lstat, readdir } from "node:fs/promises";
+import path from "node:path";
+import { entryKind, retiredPrefixOf, type EntryKind } from "../../fs";
+import { CONTINUITY_BREAKS_DIR, QUARANTINE_DIR } from "./config";
+
+const UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
+const ARCHIVE = new RegExp(`^(\\d+)-${UUID}$`);
+const QUARANTINED = new RegExp(`^(.+)\\.([^.]+)\\.(\\d+)\\.(\\d+)\\.${UUID}$`);
+const CLEANUP = new RegExp(`^(.+)\\.identity_indeterminate\\.cleanup\\.${UUID}$`);
+
+export type EvidenceName =
+  | { type: "archive" | "quarantine"; session: string; epochMs: number }
+  | { type: "cleanup"; session: string }
+  | { type: "leftover" }
+  | { type: "unrecognized" };
+
+export function parseEvidenceName(
+  kind: "continuity_break" | "quarantine",
+  name: string,
+  session?: string,
+): EvidenceName {
+  if (retiredPrefixOf(name) === ".expired") return { type: "leftover" };
+  if (kind === "continuity_break") {
+    const match = ARCHIVE.exec(name);
+    return match
+      ? { type: "archive", session: session!, epochMs: Number(match[1]) }
+      : { type: "unrecognized" };
+  }
+  const cleanup = CLEANUP.exec(name);
+  if (cleanup) return { type: "cleanup", session: cleanup[1]! };
+  const match = QUARANTINED.exec(name);
+  return match
+    ? { type: "quarantine", session: match[1]!, epochMs: Number(match[3]) }
+    : { type: "unrecognized" };
+}
+
+export interface EvidenceEntry {
+  /** Relative to the sessions root; the walk's cursor key. */
+  key: string;
+  path: string;
+  name: EvidenceName;
+  kind: EntryKind;
+  mtimeMs: number;
+}
+
+async function names(dir: string): Promise<string[] | null> {
+  if ((await entryKind(dir)) !== "directory") return null;
+  try {
+    return await readdir(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw error;
+  }
+}
+
+export interface EvidenceListing {
+  /** Every entry key, sorted. */
+  keys: string[];
+  /** `<session>/continuity-breaks` folders that are already empty. */
+  emptyArchiveDirs: string[];
+}
+
+export async function listEvidence(root: string, sessions: string[]): Promise<EvidenceListing> {
+  const keys: string[] = [];
+  const emptyArchiveDirs: string[] = [];
+  for (const session of sessions) {
+    const dir = path.join(session, CONTINUITY_BREAKS_DIR);
+    const found = await names(path.join(root, dir));
+    if (found === null) continue;
+    if (found.length === 0) emptyArchiveDirs.push(path.join(root, dir));
+    for (const name of found) keys.push(`${dir}/${name}`);
+  }
+  for (const name of (await names(path.join(root, QUARANTINE_DIR))) ?? [])
+    keys.push(`${QUARANTINE_DIR}/${name}`);
+  return { keys: keys.sort(), emptyArchiveDirs };
+}
+
+export async function surveyEvidence(root: string, key: string): Promise<EvidenceEntry> {
+  const parts = key.split("/");
+  const name = parts.at(-1)!;
+  const full = path.join(root, key);
+  const parsed =
+    parts[0] === QUARANTINE_DIR && parts.length === 2
+      ? parseEvidenceName("quarantine", name)
+      : parseEvidenceName("continuity_break", name, parts[0]);
+  const kind = await entryKind(full);
+  const mtimeMs = kind === "missing" ? 0 : (await lstat(full)).mtimeMs;
+  return { key, path: full, name: parsed, kind, mtimeMs };
+}

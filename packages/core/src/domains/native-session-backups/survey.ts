@@ -1,0 +1,161 @@
+/**
+ * Filesystem reads of the session backups walk, outside any lock: which session
+ * directories exist, each one's control-plane state (at most 4 MB, never through a
+ * symlink), its `failover-backups/` (the `current` copy with identity, allocated bytes and
+ * when it was written; `.retiring-*` and `.expired-*` leftovers) and whether a cleanup
+ * activation is pending in it. Nothing else in a session directory is read.
+ */
+import { lstat, readdir, readFile } from "node:fs/promises";
+import path from "node:path";
+import { z } from "zod";
+import { entryKind, identityOf, retiredPrefixOf, treeStats, type EntryKind, type Identity } from "../../fs";
+import {
+  BACKUPS_DIR,
+  CLEANUP_ACTIVATION_PREFIX,
+  CONTROL_PLANE_STATE,
+  CURRENT,
+  MAX_CONTROL_PLANE_STATE_BYTES,
+  QUARANTINE_DIR,
+} from "./config";
+
+/**
+ * `<session>/control-plane.json`, written by the Paperclip server when it opens the session:
+ * the company, the native session id runs record in `session_id_before/after`, and the runs
+ * and issues it knows of (runs recorded before the session id was, issues without a run).
+ */
+const controlPlaneState = z.object({
+  companyId: z.uuid(),
+  sessionId: z.string().min(1),
+  runIds: z.array(z.uuid()).optional(),
+  issueIds: z.array(z.uuid()).optional(),
+});
+
+export type ControlPlaneState = z.infer<typeof controlPlaneState>;
+
+export type StateRead =
+  { status: "ok"; state: ControlPlaneState } | { status: "missing" | "unreadable" | "too_large" };
+
+export interface CopySurvey {
+  path: string;
+  kind: EntryKind;
+  identity: Identity | null;
+  allocatedBytes: number;
+  /** When the copy was last written: its newest entry, or its manifest's completedAt if later. */
+  writtenAtMs: number;
+}
+
+export interface SessionSurvey {
+  name: string;
+  path: string;
+  kind: EntryKind;
+  state: StateRead;
+  /** `failover-backups/current`, or null when there is none. */
+  current: CopySurvey | null;
+  /** Absolute paths of `failover-backups/.retiring-*` and `.expired-*`. */
+  retiring: string[];
+  expired: string[];
+  cleanupActivation: boolean;
+}
+
+async function names(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return [];
+    throw error;
+  }
+}
+
+/** Session directory names (sorted); `quarantine` and dot-names are not sessions. */
+export async function listSessionNames(root: string): Promise<string[]> {
+  return (await names(root)).filter((n) => n !== QUARANTINE_DIR && !n.startsWith(".")).sort();
+}
+
+export async function readControlPlaneState(sessionDir: string): Promise<StateRead> {
+  const file = path.join(sessionDir, CONTROL_PLANE_STATE);
+  let stat;
+  try {
+    stat = await lstat(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { status: "missing" };
+    return { status: "unreadable" };
+  }
+  if (!stat.isFile()) return { status: "unreadable" };
+  if (stat.size > MAX_CONTROL_PLANE_STATE_BYTES) return { status: "too_large" };
+  try {
+    const parsed = controlPlaneState.safeParse(JSON.parse(await readFile(file, "utf8")));
+    return parsed.success ? { status: "ok", state: parsed.data } : { status: "unreadable" };
+  } catch {
+    return { status: "unreadable" };
+  }
+}
+
+async function manifestCompletedAtMs(copy: string): Promise<number> {
+  try {
+    const file = path.join(copy, "manifest.json");
+    if (!(await lstat(file)).isFile()) return 0;
+    const at = Date.parse(
+      (JSON.parse(await readFile(file, "utf8")) as { completedAt?: unknown }).completedAt as string,
+    );
+    return Number.isFinite(at) ? at : 0;
+  } catch {
+    return 0;
+  }
+}
+
+export async function surveyCopy(copy: string, signal?: AbortSignal): Promise<CopySurvey | null> {
+  const kind = await entryKind(copy);
+  if (kind === "missing") return null;
+  if (kind !== "directory") return { path: copy, kind, identity: null, allocatedBytes: 0, writtenAtMs: 0 };
+  try {
+    const identity = await identityOf(copy);
+    const stats = await treeStats(copy, signal);
+    return {
+      path: copy,
+      kind,
+      identity,
+      allocatedBytes: stats.allocatedBytes,
+      writtenAtMs: Math.max(stats.newestMtimeMs, await manifestCompletedAtMs(copy)),
+    };
+  } catch (error) {
+    // Replaced by a newer copy while it was read (Paperclip writes one after every turn).
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw error;
+  }
+}
+
+export async function surveySession(
+  root: string,
+  name: string,
+  signal?: AbortSignal,
+): Promise<SessionSurvey> {
+  const dir = path.join(root, name);
+  const kind = await entryKind(dir);
+  const base = { name, path: dir, kind };
+  if (kind !== "directory") {
+    return {
+      ...base,
+      state: { status: "missing" },
+      current: null,
+      retiring: [],
+      expired: [],
+      cleanupActivation: false,
+    };
+  }
+  const backups = path.join(dir, BACKUPS_DIR);
+  const inBackups = (await entryKind(backups)) === "directory" ? await names(backups) : [];
+  const retired = (prefix: string) =>
+    inBackups
+      .filter((n) => retiredPrefixOf(n) === prefix)
+      .sort()
+      .map((n) => path.join(backups, n));
+  return {
+    ...base,
+    state: await readControlPlaneState(dir),
+    current: inBackups.includes(CURRENT) ? await surveyCopy(path.join(backups, CURRENT), signal) : null,
+    retiring: retired(".retiring"),
+    expired: retired(".expired"),
+    cleanupActivation: (await names(dir)).some((n) => n.startsWith(CLEANUP_ACTIVATION_PREFIX)),
+  };
+}

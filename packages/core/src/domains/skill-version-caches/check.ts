@@ -1,0 +1,286 @@
+/**
+ * One batch of skill version cache retention.
+ *
+ * Instance scope (the hourly sweep, first due at start-up): find the companies that have
+ * `skills/<company>/` and make each company's job due now; ask for itself again in an hour.
+ *
+ * Company scope:
+ * prepare (no lock): list up to 50 interrupted trash removals (`.trash-*`, own cursor), list
+ *   the company's `<skill>/<version>` directories and survey up to 50 of them from the
+ *   version cursor (validation, identity, allocated bytes, last-use records).
+ * apply (the job's transaction, holding the company skill lock that Paperclip's
+ *   preparation and pin persistence also take): read current versions and pins for the
+ *   whole batch in one query; start the observation period of an installation without
+ *   last-use records; judge each version (rules.ts), recheck its last use and identity,
+ *   and rename an evictable one to a unique `.trash-<UUID>` sibling.
+ * finish (after commit): delete the trash, interrupted leftovers included, in a separate
+ *   transaction holding the trash lock (not the company lock, so preparation can restore a
+ *   version meanwhile). A `.trash-*` name never collides with a version id, so a version
+ *   materialized again after the rename is never what gets deleted.
+ */
+import { mkdir, utimes, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { MINUTE_MS } from "../../clock";
+import { tryLock, type Tx } from "../../db";
+import { identityOf, listRetired, removeRetired, retire, RetireRefused, sameIdentity } from "../../fs";
+import { INSTANCE_SCOPE } from "../../ledger";
+import type { JobContext } from "../types";
+import {
+  ACCESS_DIR,
+  LIMITS,
+  LOCKS,
+  SKILLS_DIR,
+  SWEEP_INTERVAL_MS,
+  VERSIONS_DIR,
+  type SkillVersionCachesConfig,
+} from "./config";
+import { versionFacts } from "./queries";
+import { judgeVersion } from "./rules";
+import {
+  companyDir,
+  lastUseRecordMs,
+  listCompanies,
+  listSkillDirs,
+  listVersionKeys,
+  observationMarker,
+  observationStartMs,
+  surveyVersion,
+  type VersionSurvey,
+} from "./survey";
+
+type Ctx = JobContext<SkillVersionCachesConfig>;
+
+const RETRY_MS = 15 * MINUTE_MS;
+
+interface Trash {
+  /** Report id of the version (or of the leftover) it was. */
+  rel: string;
+  path: string;
+  leftover: boolean;
+}
+
+export interface Prepared {
+  company: string | null;
+  versions: VersionSurvey[];
+  /** Versions of this company beyond this batch. */
+  more: boolean;
+  leftovers: Trash[];
+  observationStartMs: number | null;
+}
+
+export interface Applied {
+  trash: Trash[];
+}
+
+const later = (ctx: Ctx, ms: number) => new Date(ctx.startedAt.getTime() + ms);
+
+/**
+ * Ask for the next batch at once. Only a deadline job does: a requested sweep continues
+ * through its report's nextCursor, and a `continue` deadline from it would start a real
+ * (not dry-run) deadline job on the deadline walk's own cursors.
+ */
+function continueNow(ctx: Ctx): void {
+  if (ctx.kind === "deadline") ctx.deadlines.at("continue", ctx.startedAt);
+}
+const rel = (companyId: string, key: string) => `${SKILLS_DIR}/${companyId}/${VERSIONS_DIR}/${key}`;
+
+async function fanOut(ctx: Ctx): Promise<void> {
+  // A diagnosis of the instance scope changes nothing: it only says which companies have caches.
+  if (ctx.kind !== "deadline") return;
+  for (const company of await listCompanies(ctx.instanceRoot))
+    ctx.deadlines.at("sweep", ctx.startedAt, company);
+  ctx.deadlines.at("hourly", later(ctx, SWEEP_INTERVAL_MS));
+}
+
+async function listLeftovers(ctx: Ctx, company: string, skills: string[]): Promise<Trash[]> {
+  if (ctx.dryRun) return [];
+  const keys: string[] = [];
+  for (const skill of skills) {
+    for (const name of await listRetired(path.join(company, VERSIONS_DIR, skill), [".trash"]))
+      keys.push(`${skill}/${name}`);
+  }
+  keys.sort();
+  const after = await ctx.readCursor("trash");
+  const start = after === null ? 0 : keys.findIndex((k) => k > after);
+  const todo = start < 0 ? [] : keys.slice(start, start + LIMITS.trashPerBatch);
+  const reachedEnd = start < 0 || start + todo.length >= keys.length;
+  await ctx.writeCursor("trash", reachedEnd ? null : (todo.at(-1) ?? null));
+  if (!reachedEnd) continueNow(ctx);
+  return todo.map((key) => ({
+    rel: rel(ctx.scope, key),
+    path: path.join(company, VERSIONS_DIR, key),
+    leftover: true,
+  }));
+}
+
+export async function prepare(ctx: Ctx): Promise<Prepared> {
+  const empty: Prepared = {
+    company: null,
+    versions: [],
+    more: false,
+    leftovers: [],
+    observationStartMs: null,
+  };
+  if (ctx.scope === INSTANCE_SCOPE) {
+    await fanOut(ctx);
+    return empty;
+  }
+  const company = companyDir(ctx.instanceRoot, ctx.scope);
+  const skills = await listSkillDirs(company);
+  const leftovers = await listLeftovers(ctx, company, skills);
+  const keys = await listVersionKeys(company, skills);
+  const after = await ctx.readCursor("versions");
+  const start = after === null ? 0 : keys.findIndex((k) => k > after);
+  const slice = start < 0 ? [] : keys.slice(start, start + LIMITS.versionsPerBatch);
+  const versions: VersionSurvey[] = [];
+  for (const key of slice) {
+    if (ctx.signal.aborted) break;
+    versions.push(await surveyVersion(company, key, ctx.signal));
+  }
+  return {
+    company,
+    versions,
+    more: start >= 0 && start + versions.length < keys.length,
+    leftovers,
+    observationStartMs: await observationStartMs(company),
+  };
+}
+
+/**
+ * An installation without last-use records gets one full grace window from the first
+ * sweep that sees it; a dry run reports as if it started now but does not start it.
+ */
+async function startObservation(ctx: Ctx, company: string, known: number | null): Promise<number> {
+  if (known !== null) return known;
+  const now = ctx.startedAt;
+  if (!ctx.dryRun) {
+    // Under the company lock; the marker's modification time is the start (the job's clock).
+    const marker = observationMarker(company);
+    await mkdir(path.join(company, ACCESS_DIR), { recursive: true });
+    await writeFile(marker, `${now.toISOString()}\n`);
+    await utimes(marker, now, now);
+  }
+  return now.getTime();
+}
+
+export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Applied> {
+  const trash: Trash[] = [...prepared.leftovers];
+  const company = prepared.company;
+  if (company === null || ctx.companyId === null) return { trash };
+
+  const facts = await versionFacts(tx, ctx.companyId, prepared.versions, ctx.config.keep);
+  const observationStart =
+    prepared.versions.length > 0
+      ? await startObservation(ctx, company, prepared.observationStartMs)
+      : ctx.startedAt.getTime();
+  const judge = { now: ctx.startedAt, graceMs: ctx.config.graceMs, observationStartMs: observationStart };
+  const companyId = ctx.companyId;
+  let examined = 0;
+  let recheckAt: Date | null = null;
+
+  for (const entry of prepared.versions) {
+    if (ctx.signal.aborted) break;
+    examined += 1;
+    ctx.report.examined();
+    await ctx.faults.hit("skill-version-caches.entry-examined");
+    if (entry.kind === "missing") continue;
+    const id = rel(companyId, entry.key);
+    const row = facts.versions.get(entry.key) ?? null;
+    let verdict = judgeVersion(facts.company, entry, row, judge);
+    if (verdict.evict) {
+      // Current versions and pins were read under this lock; last use and the directory
+      // itself are files Paperclip may have touched since the survey: read them again.
+      const identity = await identityOf(entry.path);
+      if (!sameIdentity(identity, entry.identity)) {
+        ctx.report.skip(id, "directory_changed", { companyId });
+        ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+        continue;
+      }
+      verdict = judgeVersion(
+        facts.company,
+        { ...entry, lastUseRecordMs: await lastUseRecordMs(company, entry) },
+        row,
+        judge,
+      );
+    }
+    if (!verdict.evict) {
+      ctx.report.skip(id, verdict.reason, { companyId, bytes: entry.allocatedBytes });
+      if (verdict.recheckAt && (recheckAt === null || verdict.recheckAt < recheckAt))
+        recheckAt = verdict.recheckAt;
+      continue;
+    }
+    ctx.report.candidate(id, entry.allocatedBytes, { companyId, reason: verdict.because });
+    if (ctx.dryRun) continue;
+    try {
+      const to = await retire(entry.path, ".trash", entry.identity ?? undefined);
+      trash.push({ rel: id, path: to, leftover: false });
+      await ctx.faults.hit("skill-version-caches.after-trash-rename");
+    } catch (error) {
+      if (!(error instanceof RetireRefused)) throw error;
+      if (error.reason !== "missing")
+        ctx.report.skip(id, error.reason === "identity_changed" ? "directory_changed" : error.reason, {
+          companyId,
+        });
+    }
+  }
+
+  if (recheckAt !== null) ctx.deadlines.at("retention", recheckAt);
+  const stoppedEarly = examined < prepared.versions.length;
+  if (stoppedEarly || prepared.more) {
+    await ctx.writeCursor(
+      "versions",
+      prepared.versions[examined - 1]?.key ?? (await ctx.readCursor("versions")),
+      tx,
+    );
+    continueNow(ctx);
+  } else {
+    await ctx.writeCursor("versions", null, tx);
+  }
+  return { trash };
+}
+
+async function deleteTrash(ctx: Ctx, items: Trash[]): Promise<void> {
+  if (items.length === 0 || ctx.companyId === null) return;
+  const companyId = ctx.companyId;
+  // One transaction for the batch's trash: the trash lock, never the company lock, so
+  // Paperclip's preparation can restore a version while this deletes.
+  await ctx.db.$transaction(
+    async (tx) => {
+      if (!(await tryLock(tx, LOCKS.trash, companyId))) {
+        for (const item of items) ctx.report.skip(item.rel, "trash_lock_held", { companyId });
+        ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+        return;
+      }
+      for (const item of items) {
+        await ctx.faults.hit("skill-version-caches.before-trash-delete");
+        try {
+          const bytes = await removeRetired(item.path);
+          ctx.report.removedEntry(item.rel, bytes, {
+            companyId,
+            ...(item.leftover ? { reason: "interrupted_trash" } : {}),
+          });
+        } catch {
+          ctx.report.failed(item.rel, "trash_delete_failed", { companyId });
+          ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+        }
+      }
+    },
+    { timeout: 30 * MINUTE_MS },
+  );
+}
+
+export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
+  await deleteTrash(ctx, applied.trash);
+  if (ctx.report.candidates > 0 || ctx.report.removed > 0) {
+    ctx.log.info("skill version caches", {
+      event: "skill_version_caches.retention",
+      companyId: ctx.companyId,
+      dryRun: ctx.dryRun,
+      candidates: ctx.report.entries.filter((e) => e.outcome === "candidate").map((e) => e.id),
+      candidateBytes: ctx.report.candidateBytes,
+      reclaimedBytes: ctx.report.reclaimedBytes,
+      evicted: ctx.report.removed,
+      skipped: ctx.report.skipped,
+    });
+  }
+}

@@ -1,0 +1,334 @@
+/**
+ * Native session failover backups: the expiry protocol (.retiring, final run check,
+ * .expired), the evidence check and when it runs, batch limits and deadlines, and recovery
+ * from a crash after each rename. A crash is simulated by an injected fault at the step
+ * (the batch stops there, its transaction rolls back); the next sweep must finish or undo
+ * what was left.
+ */
+import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
+import { readdir, symlink, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { FaultPoints, INSTANCE_SCOPE, InjectedFault, type BatchReport } from "@reclaim/core";
+import { daysAgo, startStack, waitFor, writeTree, type Stack } from "@reclaim/testkit";
+import {
+  closedSession,
+  copyId,
+  currentDir,
+  DOMAIN,
+  newScope,
+  outcomeOf,
+  reportLive,
+  sessionDir,
+  sessionsRoot,
+  sweep,
+  touch,
+  writeArchive,
+  writeQuarantine,
+  writeState,
+} from "./native-session-backups.fixtures";
+
+type Handler = () => Promise<void> | void;
+const armed = new Map<string, Handler>();
+const at = (point: string, handler: Handler) => armed.set(`native-session-backups.${point}`, handler);
+const crash = () => {
+  throw new InjectedFault("test");
+};
+const POINTS = [
+  "after-retiring-rename",
+  "after-expired-rename",
+  "after-evidence-rename",
+  "after-restore-rename",
+];
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack({ worker: false, env: { RECLAIM_JOB_ATTEMPTS: "1" } });
+  const handlers = Object.fromEntries(
+    POINTS.map((p) => `native-session-backups.${p}`).map((point) => [
+      point,
+      async () => {
+        const handler = armed.get(point);
+        armed.delete(point);
+        await handler?.();
+      },
+    ]),
+  );
+  await stack.startWorker({ faults: FaultPoints.of(handlers) });
+  await reportLive(stack);
+});
+afterAll(async () => stack?.stop());
+afterEach(() => armed.clear());
+
+const backups = (scope: string) => readdir(path.join(sessionDir(stack, scope), "failover-backups"));
+const named = (names: string[], prefix: string) => names.filter((n) => n.startsWith(prefix));
+
+/**
+ * Runs the instance deadline job for `reason` now; returns the reports of it and of the
+ * continuations it asked for (oldest first), once nothing is due any more.
+ */
+async function deadline(reason: string, count = 1): Promise<BatchReport[]> {
+  const since = new Date();
+  await stack.scheduler.deps.queues.request([
+    { domain: DOMAIN, scope: INSTANCE_SCOPE, reason, dueAt: since },
+  ]);
+  const mine = (rs: BatchReport[]) =>
+    rs.filter((r) => r.companyId === null && new Date(r.startedAt) >= since);
+  await waitFor(async () => {
+    const reports = mine(await stack.waitForReports(DOMAIN, () => true));
+    const pending = await stack.db.reclaimDeadline.count({
+      where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, dueAt: { lte: new Date() } },
+    });
+    return reports.length >= count && pending === 0 ? true : null;
+  });
+  return mine(await stack.waitForReports(DOMAIN, () => true)).reverse();
+}
+
+describe("the expiry protocol", () => {
+  it("a crash after the rename to .retiring: the next sweep restores the unconfirmed copy, the one after expires it", async () => {
+    const s = await closedSession(stack);
+    at("after-retiring-rename", crash);
+    const crashed = await sweep(stack, null);
+    expect(crashed.error).toMatch(/injected fault/);
+    expect(named(await backups(s.scope), ".retiring-")).toHaveLength(1);
+    expect(existsSync(currentDir(stack, s.scope))).toBe(false);
+    // The transaction rolled back: the task session is still there.
+    expect(await stack.db.agentTaskSession.findUnique({ where: { id: s.taskSessionId } })).not.toBeNull();
+
+    const restored = await sweep(stack, null);
+    expect(outcomeOf(restored, copyId(s.scope))).toBe("unconfirmed_copy_restored");
+    expect(await backups(s.scope)).toEqual(["current"]);
+
+    const expired = await sweep(stack, null);
+    expect(outcomeOf(expired, copyId(s.scope))).toBe("removed");
+    expect(await stack.db.agentTaskSession.findUnique({ where: { id: s.taskSessionId } })).toBeNull();
+  });
+
+  it("a run of the session that appears before the final check undoes the rename and keeps the task session", async () => {
+    const s = await closedSession(stack);
+    at("after-retiring-rename", async () => {
+      await stack.db.heartbeatRun.create({
+        data: { companyId: s.companyId, status: "queued", sessionIdBefore: s.sessionId },
+      });
+    });
+    const report = await sweep(stack, null);
+    expect(outcomeOf(report, copyId(s.scope))).toBe("run_appeared");
+    expect(await backups(s.scope)).toEqual(["current"]);
+    expect(await stack.db.agentTaskSession.findUnique({ where: { id: s.taskSessionId } })).not.toBeNull();
+  });
+
+  it("a crash after the rename to .expired (decision committed): the next sweep finishes the deletion", async () => {
+    const s = await closedSession(stack);
+    at("after-expired-rename", crash);
+    const crashed = await sweep(stack, null);
+    expect(crashed.error).toMatch(/injected fault/);
+    expect(named(await backups(s.scope), ".expired-")).toHaveLength(1);
+    expect(await stack.db.agentTaskSession.findUnique({ where: { id: s.taskSessionId } })).toBeNull();
+    const next = await sweep(stack, null);
+    const finished = next.entries.find((e) => e.reason === "interrupted_deletion" && e.id.includes(s.scope));
+    expect(finished?.outcome).toBe("removed");
+    expect(await backups(s.scope)).toEqual([]);
+  });
+
+  it("a .retiring copy is dropped when a newer current exists", async () => {
+    const s = await closedSession(stack, { copyAgeDays: 1 });
+    const stale = path.join(sessionDir(stack, s.scope), "failover-backups", `.retiring-${randomUUID()}`);
+    await writeTree(stale, { "manifest.json": "{}" }, daysAgo(9));
+    const report = await sweep(stack, null);
+    expect(report.entries.find((e) => e.reason === "superseded_by_newer_copy")?.outcome).toBe("removed");
+    expect(outcomeOf(report, copyId(s.scope))).toBe("copy_written_within_window");
+    expect(await backups(s.scope)).toEqual(["current"]);
+  });
+});
+
+describe("evidence", () => {
+  it("an old continuity-break archive is removed, its emptied folder too; a young one stays until epoch + window", async () => {
+    const s = await closedSession(stack, { issueStatus: "in_progress" });
+    const old = await writeArchive(stack, s.scope, 8);
+    const report = await sweep(stack, null);
+    expect(outcomeOf(report, old.id)).toBe("removed");
+    expect(existsSync(path.join(sessionDir(stack, s.scope), "continuity-breaks"))).toBe(false);
+
+    const young = await writeArchive(stack, s.scope, 2);
+    const kept = await sweep(stack, null);
+    expect(outcomeOf(kept, young.id)).toBe("within_retention");
+    const due = await stack.db.reclaimDeadline.findFirst({
+      where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "evidence" },
+    });
+    expect(due!.dueAt.getTime()).toBeLessThanOrEqual(daysAgo(2).getTime() + 7 * 86400_000 + 1000);
+  });
+
+  it("quarantine entries go after the window; cleanup entries, other names, files and symlinks stay", async () => {
+    const scope = newScope();
+    const old = await writeQuarantine(stack, scope, 8);
+    const cleanup = await writeQuarantine(
+      stack,
+      scope,
+      30,
+      `${scope}.identity_indeterminate.cleanup.${randomUUID()}`,
+    );
+    const odd = await writeQuarantine(stack, scope, 30, `${scope}-not-evidence`);
+    const q = path.join(sessionsRoot(stack), "quarantine");
+    await writeFile(path.join(q, `${scope}.lost.${daysAgo(30).getTime()}.1.${randomUUID()}`), "a file");
+    const target = path.join(stack.instanceRoot, `target-${scope}`);
+    await writeTree(target, { "keep.txt": "mine" }, daysAgo(30));
+    const link = `${scope}.lost.${daysAgo(30).getTime()}.2.${randomUUID()}`;
+    await symlink(target, path.join(q, link));
+    const report = await sweep(stack, null);
+    expect(outcomeOf(report, old.id)).toBe("removed");
+    expect(outcomeOf(report, cleanup.id)).toBe("cleanup_quarantine_kept");
+    expect(outcomeOf(report, odd.id)).toBe("unrecognized_name");
+    expect(outcomeOf(report, `runtime/paperclip-runner/durable-sessions/quarantine/${link}`)).toBe("symlink");
+    expect(existsSync(path.join(target, "keep.txt"))).toBe(true);
+    expect(existsSync(cleanup.dir) && existsSync(odd.dir)).toBe(true);
+  });
+
+  it("an entry whose epoch is in the future is aged by its modification time", async () => {
+    const scope = newScope();
+    const future = Date.now() + 30 * 86400_000;
+    const old = await writeQuarantine(stack, scope, 10, `${scope}.lost.${future}.1.${randomUUID()}`);
+    const fresh = await writeQuarantine(stack, scope, 1, `${scope}.lost.${future}.2.${randomUUID()}`);
+    await touch(old.dir, daysAgo(10));
+    const report = await sweep(stack, null);
+    expect(outcomeOf(report, old.id)).toBe("removed");
+    expect(outcomeOf(report, fresh.id)).toBe("within_retention");
+  });
+
+  it("is kept while its session is live, and looked at again at the next sweep", async () => {
+    const scope = newScope();
+    const entry = await writeQuarantine(stack, scope, 9);
+    await reportLive(stack, [{ id: scope, state: "warm" }]);
+    const report = await sweep(stack, null);
+    await reportLive(stack);
+    expect(outcomeOf(report, entry.id)).toBe("session_live");
+    const due = await stack.db.reclaimDeadline.findFirst({
+      where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "evidence" },
+    });
+    expect(due!.dueAt.getTime()).toBeLessThanOrEqual(Date.now() + 3600_000);
+  });
+
+  it("is checked only when something is due, never on a plain hourly sweep", async () => {
+    const scope = newScope();
+    const entry = await writeQuarantine(stack, scope, 9);
+    const [hourly] = await deadline("hourly");
+    expect((hourly!.entries ?? []).some((e) => e.id === entry.id)).toBe(false);
+    expect(existsSync(entry.dir)).toBe(true);
+    const [due] = await deadline("evidence");
+    expect(outcomeOf(due as Parameters<typeof outcomeOf>[0], entry.id)).toBe("removed");
+  });
+
+  it("an entry written since comes due through native_sessions.evidence_written", async () => {
+    const writtenAt = new Date();
+    const response = await stack.api("POST", "/v1/events", {
+      events: [
+        { type: "native_sessions.evidence_written", kind: "quarantine", writtenAt: writtenAt.toISOString() },
+      ],
+    });
+    expect(response.status).toBe(202);
+    const due = await stack.db.reclaimDeadline.findFirst({
+      where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "evidence" },
+    });
+    expect(due!.dueAt.getTime()).toBeLessThanOrEqual(writtenAt.getTime() + 7 * 86400_000);
+  });
+
+  it("a crash after the rename to .expired: the next check finishes the deletion", async () => {
+    const scope = newScope();
+    const entry = await writeQuarantine(stack, scope, 9);
+    at("after-evidence-rename", crash);
+    const crashed = await sweep(stack, null);
+    expect(crashed.error).toMatch(/injected fault/);
+    const q = path.join(sessionsRoot(stack), "quarantine");
+    expect(existsSync(entry.dir)).toBe(false);
+    expect(named(await readdir(q), ".expired-").length).toBeGreaterThan(0);
+    const next = await sweep(stack, null);
+    expect(next.entries.some((e) => e.reason === "interrupted_deletion" && e.outcome === "removed")).toBe(
+      true,
+    );
+    expect(named(await readdir(q), ".expired-")).toEqual([]);
+  });
+});
+
+describe("deadlines", () => {
+  it("the first sweep is due two minutes after readiness, and each sweep asks for the next in an hour", async () => {
+    const startup = await stack.db.reclaimDeadline.findFirst({
+      where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "startup" },
+    });
+    expect(startup).not.toBeNull();
+    const created = startup!.createdAt.getTime();
+    expect(startup!.dueAt.getTime() - created).toBeGreaterThanOrEqual(119_000);
+    expect(startup!.dueAt.getTime() - created).toBeLessThanOrEqual(121_000);
+    await deadline("hourly");
+    const hourly = await stack.db.reclaimDeadline.findFirst({
+      where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "hourly" },
+    });
+    expect(Math.abs(hourly!.dueAt.getTime() - (Date.now() + 3600_000))).toBeLessThan(60_000);
+  });
+});
+
+describe("batches", () => {
+  it("expire at most 50 copies, and continue at once", async () => {
+    const made = [];
+    for (let i = 0; i < 55; i++) made.push(await closedSession(stack));
+    const [first, second] = await deadline("hourly", 2);
+    expect(first!.removed).toBe(50);
+    expect(second!.removed).toBe(5);
+    for (const s of made) expect(existsSync(currentDir(stack, s.scope))).toBe(false);
+  });
+
+  it("check at most 200 entries, sessions and evidence together", async () => {
+    const root = sessionsRoot(stack);
+    const before = (await readdir(root)).filter((n) => n !== "quarantine").length;
+    for (let i = before; i < 195; i++)
+      await writeState(stack, newScope(), { companyId: randomUUID(), sessionId: "s" });
+    const entries: { id: string }[] = [];
+    for (let i = 0; i < 10; i++) entries.push(await writeQuarantine(stack, newScope(), 1));
+    const first = await sweep(stack, null, { dryRun: true });
+    expect(first.checked).toBe(200);
+    const second = await sweep(stack, null, { dryRun: true, cursor: first.nextCursor });
+    // The sessions fill the first batch; the evidence entries come in the rest of it and the next.
+    const ids = [...first.entries, ...second.entries].map((e) => e.id);
+    for (const entry of entries) expect(ids.filter((id) => id === entry.id)).toHaveLength(1);
+    expect(first.entries.some((e) => entries.some((x) => x.id === e.id))).toBe(true);
+    expect(second.entries.some((e) => entries.some((x) => x.id === e.id))).toBe(true);
+    expect(second.nextCursor).toBeNull();
+  });
+});
+
+describe("dry run", () => {
+  let dry: Stack;
+  beforeAll(async () => {
+    dry = await startStack({ env: { PAPERCLIP_NATIVE_HARNESS_BACKUP_EXPIRATION_DRY_RUN: "true" } });
+    await reportLive(dry);
+  });
+  afterAll(async () => dry?.stop());
+
+  it("reports each evidence candidate once, until newly written evidence comes due", async () => {
+    const scope = newScope();
+    const old = await writeQuarantine(dry, scope, 9);
+    const young = await writeQuarantine(dry, scope, 2);
+    const run = async (reason: string) => {
+      const before = await dry.db.reclaimBatchReport.count({
+        where: { domain: DOMAIN, companyId: INSTANCE_SCOPE },
+      });
+      await dry.scheduler.deps.queues.request([
+        { domain: DOMAIN, scope: INSTANCE_SCOPE, reason, dueAt: new Date() },
+      ]);
+      const reports = await dry.waitForReports(
+        DOMAIN,
+        (rs) => rs.filter((r) => r.companyId === null).length > before,
+      );
+      return reports.find((r) => r.companyId === null)!;
+    };
+    const first = await run("evidence");
+    expect(outcomeOf(first as never, old.id)).toBe("candidate");
+    expect(outcomeOf(first as never, young.id)).toBe("within_retention");
+    // The next evidence check is when the young entry comes due, not sooner.
+    const next = await dry.db.reclaimDeadline.findFirst({
+      where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "evidence" },
+    });
+    expect(next!.dueAt.getTime()).toBeGreaterThan(Date.now() + 4 * 86400_000);
+    const hourly = await run("hourly");
+    expect((hourly.entries ?? []).some((e) => e.id === old.id)).toBe(false);
+    expect(existsSync(old.dir)).toBe(true);
+  });
+});

@@ -1,0 +1,306 @@
+/**
+ * Native session failover backups: each expiry condition of the spec, on real session
+ * directories and real rows, through the scheduler API and a real BullMQ worker.
+ */
+import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdir, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { daysAgo, startStack, writeTree, type Stack } from "@reclaim/testkit";
+import {
+  closedSession,
+  copyId,
+  currentDir,
+  newScope,
+  outcomeOf,
+  reportLive,
+  sessionDir,
+  sweep,
+  writeState,
+} from "./native-session-backups.fixtures";
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack();
+  await reportLive(stack);
+});
+afterAll(async () => stack?.stop());
+
+const expectKept = async (scope: string, reason: string, companyId: string | null = null) => {
+  const report = await sweep(stack, companyId);
+  expect(outcomeOf(report, copyId(scope))).toBe(reason);
+  expect(existsSync(path.join(currentDir(stack, scope), "manifest.json"))).toBe(true);
+  return report;
+};
+
+describe("a copy expires", () => {
+  it("when its session can only resume by reopening closed work; the task session goes, the rest stays", async () => {
+    const s = await closedSession(stack);
+    await writeFile(path.join(sessionDir(stack, s.scope), "runner.log"), "kept");
+    const report = await sweep(stack, null);
+    expect(outcomeOf(report, copyId(s.scope))).toBe("removed");
+    expect(report.reclaimedBytes).toBeGreaterThanOrEqual(64 * 1024);
+    expect(report.candidateBytes).toBe(report.reclaimedBytes);
+    expect(await readdir(path.join(sessionDir(stack, s.scope), "failover-backups"))).toEqual([]);
+    expect(await stack.db.agentTaskSession.findUnique({ where: { id: s.taskSessionId } })).toBeNull();
+    // The rest of the session directory, control-plane state included, is kept.
+    expect(existsSync(path.join(sessionDir(stack, s.scope), "control-plane.json"))).toBe(true);
+    expect(existsSync(path.join(sessionDir(stack, s.scope), "runner.log"))).toBe(true);
+  });
+
+  it("when its issue was cancelled before the window", async () => {
+    const s = await closedSession(stack, { issueStatus: "cancelled" });
+    expect(outcomeOf(await sweep(stack, null), copyId(s.scope))).toBe("removed");
+  });
+
+  it("when a lease that referenced it was destroyed", async () => {
+    const s = await closedSession(stack);
+    await stack.db.environmentLease.create({
+      data: {
+        companyId: s.companyId,
+        status: "destroyed",
+        metadata: { nativeHarnessBackup: { sessionScopeId: s.scope } },
+      },
+    });
+    expect(outcomeOf(await sweep(stack, null), copyId(s.scope))).toBe("removed");
+  });
+});
+
+describe("a copy is kept", () => {
+  it.each(["in_progress", "todo", "blocked", "in_review"])(
+    "while an issue the session ran on is %s",
+    async (issueStatus) => {
+      const s = await closedSession(stack, { issueStatus });
+      await expectKept(s.scope, "issue_open");
+    },
+  );
+
+  it("while an issue it ran on closed within the window", async () => {
+    const s = await closedSession(stack, { issueClosedDaysAgo: 3 });
+    await expectKept(s.scope, "issue_closed_within_window");
+  });
+
+  it("while any issue it ran on (through any of its runs, or listed in its state) is open", async () => {
+    const s = await closedSession(stack);
+    const open = await stack.db.issue.create({ data: { companyId: s.companyId, status: "in_progress" } });
+    await writeState(stack, s.scope, { companyId: s.companyId, sessionId: s.sessionId, issueIds: [open.id] });
+    await expectKept(s.scope, "issue_open");
+  });
+
+  it("while the copy was written within the window", async () => {
+    const s = await closedSession(stack, { copyAgeDays: 2 });
+    await expectKept(s.scope, "copy_written_within_window");
+  });
+
+  it.each([
+    ["queued", null],
+    ["scheduled_retry", null],
+    ["running", null],
+    ["succeeded", null],
+  ])("while a run of the session is %s (finished_at %s)", async (runStatus, finished) => {
+    const s = await closedSession(stack, { runStatus, runFinishedDaysAgo: finished });
+    await expectKept(s.scope, "run_unfinished");
+  });
+
+  it("while a run recorded with the session id before the turn is unfinished", async () => {
+    const s = await closedSession(stack);
+    await stack.db.heartbeatRun.create({
+      data: { companyId: s.companyId, status: "queued", sessionIdBefore: s.sessionId },
+    });
+    await expectKept(s.scope, "run_unfinished");
+  });
+
+  it("while a run its state lists is unfinished", async () => {
+    const s = await closedSession(stack);
+    const run = await stack.db.heartbeatRun.create({ data: { companyId: s.companyId, status: "running" } });
+    await writeState(stack, s.scope, { companyId: s.companyId, sessionId: s.sessionId, runIds: [run.id] });
+    await expectKept(s.scope, "run_unfinished");
+  });
+
+  it.each([
+    ["a lease owner", { status: "committed", leaseOwner: "server-1" }],
+    ["a scheduled retry", { status: "committed", scheduledRetryAt: new Date() }],
+    ["status running", { status: "running" }],
+  ])("while a finalization of its runs has %s", async (_label, finalization) => {
+    const s = await closedSession(stack);
+    await stack.db.nativeRunFinalization.create({
+      data: { companyId: s.companyId, heartbeatRunId: s.runId, ...finalization },
+    });
+    await expectKept(s.scope, "finalization_unsettled");
+  });
+
+  it("while a settled finalization still carries recovery state, or a recovery action is unresolved", async () => {
+    const a = await closedSession(stack);
+    await stack.db.nativeRunFinalization.create({
+      data: {
+        companyId: a.companyId,
+        heartbeatRunId: a.runId,
+        status: "committed",
+        recoveryState: { step: "resume" },
+      },
+    });
+    const b = await closedSession(stack);
+    await stack.db.nativeRunRecoveryAction.create({
+      data: { companyId: b.companyId, heartbeatRunId: b.runId },
+    });
+    const report = await sweep(stack, null);
+    expect(outcomeOf(report, copyId(a.scope))).toBe("recovery_in_progress");
+    expect(outcomeOf(report, copyId(b.scope))).toBe("recovery_in_progress");
+  });
+
+  it.each(["active", "released", "retained", "pending_cleanup"])(
+    "while a %s environment lease references it",
+    async (status) => {
+      const s = await closedSession(stack);
+      await stack.db.environmentLease.create({
+        data: {
+          companyId: s.companyId,
+          status,
+          metadata: { nativeHarnessBackup: { sessionScopeId: s.scope } },
+        },
+      });
+      await expectKept(s.scope, "lease_references_copy");
+    },
+  );
+
+  it.each(["missing", "unreadable", "too_large"])("while its control-plane state is %s", async (kind) => {
+    const s = await closedSession(stack);
+    const file = path.join(sessionDir(stack, s.scope), "control-plane.json");
+    if (kind === "missing") await rm(file);
+    if (kind === "unreadable") await writeFile(file, "{ not json");
+    if (kind === "too_large") {
+      await writeFile(
+        file,
+        JSON.stringify({ companyId: s.companyId, sessionId: s.sessionId, pad: "x".repeat(4 * 1024 * 1024) }),
+      );
+    }
+    await expectKept(s.scope, `control_plane_state_${kind}`);
+  });
+
+  it("while its control-plane state is a symlink (never followed)", async () => {
+    const s = await closedSession(stack);
+    const real = path.join(stack.instanceRoot, `state-${s.scope}.json`);
+    await writeFile(real, JSON.stringify({ companyId: s.companyId, sessionId: s.sessionId }));
+    const file = path.join(sessionDir(stack, s.scope), "control-plane.json");
+    await rm(file);
+    await symlink(real, file);
+    await expectKept(s.scope, "control_plane_state_unreadable");
+  });
+});
+
+describe("liveness in the Paperclip server", () => {
+  it.each(["executing", "initializing", "warm", "closing"])(
+    "keeps the copy of a session that is %s",
+    async (state) => {
+      const s = await closedSession(stack);
+      await reportLive(stack, [{ id: s.scope, state }]);
+      await expectKept(s.scope, "session_live");
+      await reportLive(stack);
+    },
+  );
+
+  it("keeps the copy while a cleanup activation is pending in its directory", async () => {
+    const pending = await closedSession(stack);
+    const free = await closedSession(stack);
+    await writeFile(path.join(sessionDir(stack, pending.scope), "cleanup-activation.json"), "{}");
+    const report = await sweep(stack, null);
+    expect(outcomeOf(report, copyId(pending.scope))).toBe("cleanup_activation_pending");
+    expect(outcomeOf(report, copyId(free.scope))).toBe("removed");
+  });
+
+  it("unknown (no report, or one older than RECLAIM_LIVENESS_MAX_AGE_SECONDS) keeps every copy", async () => {
+    const s = await closedSession(stack);
+    await stack.db.reclaimNativeSessionLiveness.deleteMany({});
+    await expectKept(s.scope, "liveness_unknown");
+    await reportLive(stack, [], new Date(Date.now() - 301_000));
+    await expectKept(s.scope, "liveness_unknown");
+    await reportLive(stack, [], new Date());
+    expect(outcomeOf(await sweep(stack, null), copyId(s.scope))).toBe("removed");
+  });
+
+  it("an older report arriving late does not replace a newer one", async () => {
+    await reportLive(stack, [{ id: "a", state: "warm" }], new Date());
+    await reportLive(stack, [], daysAgo(1));
+    const row = await stack.db.reclaimNativeSessionLiveness.findUnique({ where: { instance: "instance" } });
+    expect(row!.sessions).toEqual([{ id: "a", state: "warm" }]);
+    await reportLive(stack);
+  });
+
+  it("reports with a state that is not a live state are refused, naming the field", async () => {
+    const response = await stack.api("POST", "/v1/events", {
+      events: [
+        {
+          type: "native_sessions.live",
+          sessions: [{ id: "x", state: "sleeping" }],
+          reportedAt: new Date().toISOString(),
+        },
+      ],
+    });
+    expect(response.status).toBe(400);
+    expect(JSON.stringify(response.body)).toContain("events.0.sessions.0.state");
+  });
+});
+
+describe("what is never touched", () => {
+  it("a symlinked session directory or copy is neither followed nor removed", async () => {
+    const s = await closedSession(stack);
+    const target = path.join(stack.instanceRoot, `precious-${s.scope}`);
+    await writeTree(target, { "keep.txt": "mine" }, daysAgo(30));
+    await rm(currentDir(stack, s.scope), { recursive: true });
+    await symlink(target, currentDir(stack, s.scope));
+    const linkedScope = newScope();
+    await mkdir(path.dirname(sessionDir(stack, linkedScope)), { recursive: true });
+    await symlink(sessionDir(stack, s.scope), sessionDir(stack, linkedScope));
+    const report = await sweep(stack, null);
+    expect(outcomeOf(report, copyId(s.scope))).toBe("symlink");
+    expect(outcomeOf(report, copyId(linkedScope))).toBe("symlink");
+    expect(existsSync(path.join(target, "keep.txt"))).toBe(true);
+  });
+});
+
+describe("dry run and company diagnosis", () => {
+  it("lists each of a company's sessions with its outcome and deletes nothing", async () => {
+    const companyId = randomUUID();
+    const gone = await closedSession(stack, { companyId });
+    const kept = await closedSession(stack, { companyId, issueStatus: "in_progress" });
+    const other = await closedSession(stack);
+    const report = await sweep(stack, companyId, { dryRun: true });
+    expect(report).toMatchObject({ dryRun: true, checked: 2, candidates: 1, removed: 0, reclaimedBytes: 0 });
+    expect(outcomeOf(report, copyId(gone.scope))).toBe("candidate");
+    expect(outcomeOf(report, copyId(kept.scope))).toBe("issue_open");
+    expect(outcomeOf(report, copyId(other.scope))).toBeUndefined();
+    expect(existsSync(currentDir(stack, gone.scope))).toBe(true);
+    expect(await stack.db.agentTaskSession.findUnique({ where: { id: gone.taskSessionId } })).not.toBeNull();
+  });
+});
+
+describe("controls", () => {
+  it("_DAYS sets the window (minimum 1)", async () => {
+    const tuned = await startStack({ env: { PAPERCLIP_NATIVE_HARNESS_BACKUP_EXPIRATION_DAYS: "2" } });
+    try {
+      await reportLive(tuned);
+      const s = await closedSession(tuned, { issueClosedDaysAgo: 3, runFinishedDaysAgo: 3, copyAgeDays: 3 });
+      expect(outcomeOf(await sweep(tuned, null), copyId(s.scope))).toBe("removed");
+    } finally {
+      await tuned.stop();
+    }
+    await expect(
+      startStack({ env: { PAPERCLIP_NATIVE_HARNESS_BACKUP_EXPIRATION_DAYS: "0" } }),
+    ).rejects.toThrow(/PAPERCLIP_NATIVE_HARNESS_BACKUP_EXPIRATION_DAYS/);
+  });
+
+  it("_DRY_RUN reports candidates without deleting copies or task sessions", async () => {
+    const dry = await startStack({ env: { PAPERCLIP_NATIVE_HARNESS_BACKUP_EXPIRATION_DRY_RUN: "true" } });
+    try {
+      await reportLive(dry);
+      const s = await closedSession(dry);
+      const report = await sweep(dry, null);
+      expect(report.dryRun).toBe(true);
+      expect(outcomeOf(report, copyId(s.scope))).toBe("candidate");
+      expect(existsSync(currentDir(dry, s.scope))).toBe(true);
+      expect(await dry.db.agentTaskSession.findUnique({ where: { id: s.taskSessionId } })).not.toBeNull();
+    } finally {
+      await dry.stop();
+    }
+  });
+});
