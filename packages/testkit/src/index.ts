@@ -3,6 +3,7 @@ export * from "./redis";
 export * from "./wait";
 export * from "./files";
 export * from "./stack";
+export * from "./sweep";
 export * from "./processes";
 export * from "./s3/rgw";
 export * from "./s3/test-bucket";

@@ -8,7 +8,11 @@ import { nativeWorkspaceSync } from "./native-workspace-sync";
 import { skillVersionCaches } from "./skill-version-caches";
 import type { AnyDomain, DomainControls } from "./types";
 
-export const IMPLEMENTED_DOMAINS: readonly AnyDomain[] = [nativeWorkspaceSync, skillVersionCaches, nativeSessionBackups];
+export const IMPLEMENTED_DOMAINS: readonly AnyDomain[] = [
+  nativeWorkspaceSync,
+  skillVersionCaches,
+  nativeSessionBackups,
+];
 
 export const domainRegistry: ReadonlyMap<DomainId, AnyDomain> = new Map(
   IMPLEMENTED_DOMAINS.map((d) => [d.id, d]),

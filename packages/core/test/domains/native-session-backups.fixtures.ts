@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { mkdir, utimes, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { daysAgo, writeTree, type Stack } from "@reclaim/testkit";
-import { sweep as sweepAny } from "./native-workspace-sync.fixtures";
+import { sweepDomain } from "@reclaim/testkit";
 
 export const DOMAIN = "native-session-backups";
 export const SESSIONS = "runtime/paperclip-runner/durable-sessions";
@@ -110,7 +110,7 @@ export async function reportLive(
 }
 
 export function sweep(stack: Stack, companyId: string | null, body: Record<string, unknown> = {}) {
-  return sweepAny(stack, companyId, { domain: DOMAIN, ...body });
+  return sweepDomain(stack, DOMAIN, companyId, body);
 }
 
 export type Report = Awaited<ReturnType<typeof sweep>>;

@@ -52,7 +52,7 @@ describe("start-up", () => {
     stack = await startStack();
     await stack.waitForReports(DOMAIN, (r) => r.length >= 1);
     await stack.idle();
-    expect(await stack.db.reclaimDeadline.count()).toBe(0);
+    expect(await stack.db.reclaimDeadline.count({ where: { domain: DOMAIN } })).toBe(0);
     const counts = await stack.scheduler.deps.queues.queue(DOMAIN).getJobCounts("delayed", "waiting");
     expect(counts).toEqual({ delayed: 0, waiting: 0 });
   });
@@ -228,7 +228,7 @@ describe("controls", () => {
       ],
     });
     expect(events.body.deadlines).toBe(0);
-    expect(await stack.db.reclaimDeadline.count()).toBe(0);
+    expect(await stack.db.reclaimDeadline.count({ where: { domain: DOMAIN } })).toBe(0);
   });
 
   it("DRY_RUN=true reports candidates without removing folders", async () => {

@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { mkdir, utimes, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { writeTree, type Stack } from "@reclaim/testkit";
-import { sweep as sweepAny } from "./native-workspace-sync.fixtures";
+import { sweepDomain } from "@reclaim/testkit";
 
 export const DOMAIN = "skill-version-caches";
 const MINUTE = 60_000;
@@ -103,7 +103,7 @@ export async function insertRun(stack: Stack, companyId: string, status: string)
 }
 
 export function sweep(stack: Stack, companyId: string | null, body: Record<string, unknown> = {}) {
-  return sweepAny(stack, companyId, { domain: DOMAIN, ...body });
+  return sweepDomain(stack, DOMAIN, companyId, body);
 }
 
 export type Report = Awaited<ReturnType<typeof sweep>>;
