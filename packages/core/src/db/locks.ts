@@ -33,3 +33,14 @@ export async function tryLock(tx: Tx, namespace: string, key: string): Promise<b
   );
   return rows[0]?.acquired === true;
 }
+
+/** `tryLock` for many keys of one namespace at once; returns the keys acquired. */
+export async function tryLockMany(tx: Tx, namespace: string, keys: string[]): Promise<Set<string>> {
+  if (keys.length === 0) return new Set();
+  const rows = await tx.$queryRawUnsafe<{ key: string; acquired: boolean }[]>(
+    sqlFile(__dirname, "sql/try-advisory-locks.sql"),
+    namespace,
+    JSON.stringify(keys),
+  );
+  return new Set(rows.filter((r) => r.acquired).map((r) => r.key));
+}

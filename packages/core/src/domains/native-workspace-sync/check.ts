@@ -13,7 +13,7 @@
  */
 import path from "node:path";
 import { MINUTE_MS } from "../../clock";
-import { LOCK_NAMESPACES, tryLock, type Tx } from "../../db";
+import { LOCK_NAMESPACES, tryLockMany, type Tx } from "../../db";
 import { sameIdentity } from "../../fs";
 import { finishInterruptedDeletes, removeRetired, retire, RetireRefused } from "../../fs";
 import { surveyFolder } from "./survey";
@@ -21,7 +21,7 @@ import { INSTANCE_SCOPE } from "../../ledger";
 import { recordedProcessIsLive } from "../../process/liveness";
 import type { JobContext } from "../types";
 import { LIMITS, SYNC_DIR, type NativeWorkspaceSyncConfig } from "./config";
-import { runOwners, runStates } from "./queries";
+import { runOwners, runsOfCompany, runStates } from "./queries";
 import { judgeFolder } from "./rules";
 import { listRunFolderNames, type FolderSurvey } from "./survey";
 
@@ -80,19 +80,21 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
   await finishLeftovers(ctx, root);
 
   const names = await listRunFolderNames(root);
-  const owners = await ownersInChunks(ctx, names);
-  if (owners === null) {
-    ctx.deadlines.at("continue", ctx.startedAt);
-    return { root, folders: [], more: false };
-  }
   let mine: string[];
   if (ctx.scope === INSTANCE_SCOPE) {
+    // Deadline discovery: run state 200 folders at a time, stopping on shutdown.
+    const owners = await ownersInChunks(ctx, names);
+    if (owners === null) {
+      ctx.deadlines.at("continue", ctx.startedAt);
+      return { root, folders: [], more: false };
+    }
     if (ctx.claimed.some((c) => c.reason === "startup")) {
       for (const company of new Set(owners.values())) ctx.deadlines.at("startup", ctx.startedAt, company);
     }
     mine = names.filter((name) => !owners.has(name));
   } else {
-    mine = names.filter((name) => owners.get(name) === ctx.scope);
+    const own = await runsOfCompany(ctx.db, names, ctx.scope);
+    mine = names.filter((name) => own.has(name));
   }
 
   const after = await ctx.readCursor("folders");
@@ -112,6 +114,12 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     prepared.folders.map((f) => f.name),
   );
   const judge = { now: ctx.startedAt, windowMs: ctx.config.windowMs, isLive: recordedProcessIsLive };
+  // Every run's finalization ownership lock in one round trip; held until this transaction ends.
+  const owned = await tryLockMany(
+    tx,
+    LOCK_NAMESPACES.nativeRunFinalization,
+    prepared.folders.filter((f) => f.kind === "directory").map((f) => f.name),
+  );
   const retired: Applied["retired"] = [];
   let examined = 0;
 
@@ -132,7 +140,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
       ctx.deadlines.at("discovered", ctx.startedAt, run.company_id);
       continue;
     }
-    if (!(await tryLock(tx, LOCK_NAMESPACES.nativeRunFinalization, folder.name))) {
+    if (!owned.has(folder.name)) {
       ctx.report.skip(id, "finalization_lock_held", { companyId });
       ctx.deadlines.at("retry", later(ctx, RETRY_MS));
       continue;

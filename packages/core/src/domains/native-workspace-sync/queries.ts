@@ -12,6 +12,17 @@ export async function runOwners(db: Db | Tx, runIds: string[]): Promise<Map<stri
   return new Map(rows.map((r) => [r.id, r.company_id]));
 }
 
+/** One query however many folders: a company job reads only which of them are its runs. */
+export async function runsOfCompany(db: Db | Tx, runIds: string[], companyId: string): Promise<Set<string>> {
+  if (runIds.length === 0) return new Set();
+  const rows = await db.$queryRawUnsafe<{ id: string }[]>(
+    sqlFile(__dirname, "company-runs.sql"),
+    JSON.stringify(runIds),
+    companyId,
+  );
+  return new Set(rows.map((r) => r.id));
+}
+
 export async function runStates(tx: Tx, runIds: string[]): Promise<Map<string, RunState>> {
   if (runIds.length === 0) return new Map();
   const rows = await tx.$queryRawUnsafe<RunState[]>(
