@@ -1,1 +1,58 @@
-export {};
+// Public API of @reclaim/shared: restore-point sealing, storage providers, object quarantine.
+export {
+  ReclaimError,
+  ConfigError,
+  SealError,
+  StorageError,
+  QuarantineError,
+  isPermanentError,
+  type ReclaimErrorCode,
+  type SealErrorCode,
+  type StorageErrorCode,
+  type QuarantineErrorCode,
+} from "./errors";
+export * from "./storage/storage-key";
+export * from "./storage/provider";
+export { createLocalDiskProvider, type LocalDiskOptions } from "./storage/local-disk";
+export { createS3Provider, DEFAULT_S3_PART_SIZE, type S3Options } from "./storage/s3";
+export {
+  readStorageConfig,
+  createStorageProvider,
+  type StorageConfig,
+  type StorageEnvOptions,
+} from "./storage/config";
+export {
+  loadInstanceKey,
+  decodeInstanceKey,
+  fingerprintOf,
+  type InstanceKey,
+  type InstanceKeySource,
+  type LoadInstanceKeyOptions,
+} from "./crypto/instance-key";
+export { assertRestorePointsAllowed } from "./crypto/restore-point-policy";
+export {
+  seal,
+  open,
+  rewrap,
+  deleteSealed,
+  SEAL_HEADER_SUFFIX,
+  type SealOptions,
+  type SealedObject,
+  type OpenOptions,
+} from "./crypto/seal";
+export {
+  FORMAT_VERSION as SEAL_FORMAT_VERSION,
+  DEFAULT_CHUNK_SIZE as SEAL_DEFAULT_CHUNK_SIZE,
+  sealedPayloadSize,
+} from "./crypto/seal-format";
+export {
+  withObjectQuarantine,
+  QUARANTINE_PREFIX,
+  type QuarantineContext,
+  type QuarantineOptions,
+  type QuarantineResult,
+} from "./quarantine/quarantine";
+export { PACK_ORDER, type PublishedObjects } from "./quarantine/publish";
+export { realPublishFs, type PublishFs } from "./quarantine/publish-fs";
+export { quoteAlternate } from "./quarantine/git-env";
+export type { Clock, Timer } from "./quarantine/timing";

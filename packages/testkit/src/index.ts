@@ -3,3 +3,5 @@ export * from "./redis";
 export * from "./wait";
 export * from "./files";
 export * from "./stack";
+export * from "./s3/rgw";
+export * from "./s3/test-bucket";

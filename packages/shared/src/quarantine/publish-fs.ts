@@ -1,0 +1,75 @@
+import { constants } from "node:fs";
+import {
+  chmod,
+  link,
+  lstat,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  rmdir,
+  stat,
+  unlink,
+} from "node:fs/promises";
+
+/**
+ * The filesystem calls publication makes, behind one narrow interface so a test can inject
+ * a fault (ENOSPC on a pack's index, EPERM from `link`) at an exact step. Production always
+ * uses `realPublishFs`; nothing else implements it outside tests.
+ */
+export interface PublishFs {
+  /** Hard link; rejects with EEXIST when `to` exists (never replaces). */
+  link(from: string, to: string): Promise<void>;
+  rename(from: string, to: string): Promise<void>;
+  unlink(target: string): Promise<void>;
+  /** Creates one directory; rejects with EEXIST when it exists. */
+  mkdir(target: string): Promise<void>;
+  chmod(target: string, mode: number): Promise<void>;
+  /** Follows links. */
+  stat(target: string): Promise<{ mode: number; ino: number; isDirectory: boolean }>;
+  /** Does not follow links; null when absent. */
+  lstat(target: string): Promise<{ ino: number } | null>;
+  readdir(target: string): Promise<string[]>;
+  /** Removes an empty directory; rejects with ENOTEMPTY otherwise. */
+  rmdir(target: string): Promise<void>;
+  /** Creates `target` with `content`, failing with EEXIST when it exists. */
+  createExclusive(target: string, content: string): Promise<void>;
+  readFile(target: string): Promise<string>;
+  removeTree(target: string): Promise<void>;
+}
+
+export const realPublishFs: PublishFs = {
+  link: (from, to) => link(from, to),
+  rename: (from, to) => rename(from, to),
+  unlink: (target) => unlink(target),
+  mkdir: async (target) => {
+    await mkdir(target, 0o777);
+  },
+  chmod: (target, mode) => chmod(target, mode),
+  stat: async (target) => {
+    const s = await stat(target);
+    return { mode: s.mode, ino: s.ino, isDirectory: s.isDirectory() };
+  },
+  lstat: async (target) => {
+    try {
+      return { ino: (await lstat(target)).ino };
+    } catch (error) {
+      if ((error as { code?: string }).code === "ENOENT") return null;
+      throw error;
+    }
+  },
+  readdir: (target) => readdir(target),
+  rmdir: (target) => rmdir(target),
+  createExclusive: async (target, content) => {
+    const handle = await open(target, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o644);
+    try {
+      await handle.writeFile(content);
+    } finally {
+      await handle.close();
+    }
+  },
+  readFile: (target) => readFile(target, "utf8"),
+  removeTree: (target) => rm(target, { recursive: true, force: true, maxRetries: 3 }),
+};

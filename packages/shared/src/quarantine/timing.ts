@@ -1,0 +1,24 @@
+/**
+ * Time, injected: captures time out and pack owners go stale by these, and tests drive them
+ * without waiting (no `Date.now()` or bare `setTimeout` in quarantine logic).
+ */
+export interface Clock {
+  /** Milliseconds since the epoch. */
+  now(): number;
+}
+
+export interface Timer {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export const systemClock: Clock = { now: () => Date.now() };
+
+export const systemTimer: Timer = {
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+export function sleep(timer: Timer, ms: number): Promise<void> {
+  return new Promise((resolve) => timer.setTimeout(resolve, ms));
+}
