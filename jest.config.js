@@ -11,7 +11,10 @@ module.exports = {
   roots: ["<rootDir>/apps", "<rootDir>/packages"],
   testMatch: ["**/test/**/*.test.ts"],
   transform: {
-    "^.+\\.ts$": ["@swc/jest", { jsc: { parser: { syntax: "typescript" }, target: "es2022" }, module: { type: "commonjs" } }],
+    "^.+\\.ts$": [
+      "@swc/jest",
+      { jsc: { parser: { syntax: "typescript" }, target: "es2022" }, module: { type: "commonjs" } },
+    ],
   },
   globalSetup: "<rootDir>/packages/testkit/src/global-setup.ts",
   globalTeardown: "<rootDir>/packages/testkit/src/global-teardown.ts",

@@ -71,7 +71,8 @@ async function open(config: pg.PoolConfig, release?: () => Promise<void>): Promi
     await pool.query(`SET LOCAL search_path TO public;\n${script}`);
   };
   const startTransaction = adapter.startTransaction.bind(adapter);
-  adapter.startTransaction = async (isolationLevel) => presentNameAsText(await startTransaction(isolationLevel));
+  adapter.startTransaction = async (isolationLevel) =>
+    presentNameAsText(await startTransaction(isolationLevel));
   if (release) {
     const dispose = adapter.dispose.bind(adapter);
     adapter.dispose = async () => {

@@ -16,7 +16,12 @@ const hash = createHash("sha256")
 if (!existsSync(stamp) || readFileSync(stamp, "utf8") !== hash) {
   execFileSync(
     process.execPath,
-    [path.join(root, "node_modules/prisma/build/index.js"), "generate", "--config", "prisma/prisma.config.ts"],
+    [
+      path.join(root, "node_modules/prisma/build/index.js"),
+      "generate",
+      "--config",
+      "prisma/prisma.config.ts",
+    ],
     {
       cwd: root,
       stdio: ["ignore", "ignore", "inherit"],

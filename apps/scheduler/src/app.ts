@@ -50,6 +50,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     },
   });
   installErrorHandling(app, deps.log);
+  // JSON only: any other body type is a 415, not a string for the validators to puzzle over.
+  app.removeContentTypeParser(["text/plain"]);
   app.addHook("onRequest", authHook(options.token));
 
   const routes: Route<unknown, unknown, unknown>[] = [];
@@ -74,7 +76,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       url: r.url,
       handler: async (request, reply) => {
         if (r.body && request.body === undefined) {
-          throw new ReclaimError("RECLAIM_ERR_VALIDATION", { message: "body: a JSON body is required", field: "body" });
+          throw new ReclaimError("RECLAIM_ERR_VALIDATION", {
+            message: "body: a JSON body is required",
+            field: "body",
+          });
         }
         const input = {
           body: r.body ? parseInput(r.body, request.body, "body") : undefined,

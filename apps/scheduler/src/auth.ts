@@ -35,6 +35,9 @@ export function authHook(token: string) {
     if (PUBLIC_PATHS.has(path)) return;
     if (tokenMatches(token, presentedToken(request.headers.authorization))) return;
     if (path.startsWith("/admin")) reply.header("www-authenticate", 'Basic realm="reclaim", charset="UTF-8"');
-    throw new ReclaimError("RECLAIM_ERR_UNAUTHORIZED");
+    // Answered here rather than thrown: encapsulated plugins (the dashboard) have their
+    // own error handlers, and a refusal must look the same everywhere.
+    const refused = new ReclaimError("RECLAIM_ERR_UNAUTHORIZED");
+    await reply.code(refused.status).send(refused.toBody());
   };
 }

@@ -1,12 +1,4 @@
-import type {
-  AnyDomain,
-  Clock,
-  Db,
-  DeadlineQueues,
-  DomainControls,
-  DomainId,
-  Logger,
-} from "@reclaim/core";
+import type { AnyDomain, Clock, Db, DeadlineQueues, DomainControls, DomainId, Logger } from "@reclaim/core";
 import type { Redis } from "ioredis";
 
 /** What route handlers may use; nothing else leaks into them. */

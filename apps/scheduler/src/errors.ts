@@ -37,7 +37,9 @@ export function installErrorHandling(app: FastifyInstance, log: Logger): void {
     void reply.status(internal.status).send(internal.toBody());
   });
   app.setNotFoundHandler((request, reply) => {
-    const missing = new ReclaimError("RECLAIM_ERR_NOT_FOUND", { message: `No route ${request.method} ${request.url.split("?")[0]}` });
+    const missing = new ReclaimError("RECLAIM_ERR_NOT_FOUND", {
+      message: `No route ${request.method} ${request.url.split("?")[0]}`,
+    });
     void reply.status(missing.status).send(missing.toBody());
   });
 }

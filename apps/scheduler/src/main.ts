@@ -20,7 +20,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  const message = error instanceof ConfigError ? error.message : error instanceof Error ? error.stack : String(error);
+  const message =
+    error instanceof ConfigError ? error.message : error instanceof Error ? error.stack : String(error);
   console.error(`reclaim-scheduler: ${message}`);
   process.exit(error instanceof ConfigError ? 2 : 1);
 });

@@ -27,7 +27,9 @@ function family(name: string, type: string, help: string, samples: Sample[], suf
 }
 
 function formatLabels(labels: Record<string, string>): string {
-  const parts = Object.entries(labels).map(([k, v]) => `${k}="${v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`);
+  const parts = Object.entries(labels).map(
+    ([k, v]) => `${k}="${v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`,
+  );
   return parts.length ? `{${parts.join(",")}}` : "";
 }
 
@@ -69,7 +71,11 @@ export class Metrics {
     const skips = await db.$queryRawUnsafe<{ domain: string; reason: string; total: number }[]>(
       sqlFile(__dirname, "sql/skip-totals.sql"),
     );
-    const ledger = await db.reclaimDeadline.groupBy({ by: ["domain"], _count: { _all: true }, _min: { dueAt: true } });
+    const ledger = await db.reclaimDeadline.groupBy({
+      by: ["domain"],
+      _count: { _all: true },
+      _min: { dueAt: true },
+    });
 
     const histogram: string[] = [
       "# HELP reclaim_job_duration_seconds Wall time of finished batches",
@@ -78,39 +84,68 @@ export class Metrics {
     for (const t of totals) {
       for (const le of DURATION_BUCKETS) {
         const count = bucket.get(`${t.domain} ${le}`) ?? 0;
-        histogram.push(`reclaim_job_duration_seconds_bucket${formatLabels({ domain: t.domain, le: String(le) })} ${count}`);
+        histogram.push(
+          `reclaim_job_duration_seconds_bucket${formatLabels({ domain: t.domain, le: String(le) })} ${count}`,
+        );
       }
-      histogram.push(`reclaim_job_duration_seconds_bucket${formatLabels({ domain: t.domain, le: "+Inf" })} ${t.batches}`);
-      histogram.push(`reclaim_job_duration_seconds_sum${formatLabels({ domain: t.domain })} ${t.duration_sum}`);
+      histogram.push(
+        `reclaim_job_duration_seconds_bucket${formatLabels({ domain: t.domain, le: "+Inf" })} ${t.batches}`,
+      );
+      histogram.push(
+        `reclaim_job_duration_seconds_sum${formatLabels({ domain: t.domain })} ${t.duration_sum}`,
+      );
       histogram.push(`reclaim_job_duration_seconds_count${formatLabels({ domain: t.domain })} ${t.batches}`);
     }
-    const per = (field: keyof ReportTotals): Sample[] => totals.map((t) => [{ domain: t.domain }, Number(t[field])]);
+    const per = (field: keyof ReportTotals): Sample[] =>
+      totals.map((t) => [{ domain: t.domain }, Number(t[field])]);
 
-    return [
-      family("reclaim_queue_jobs", "gauge", "Jobs in each domain's queue by state", queueSamples),
-      family("reclaim_deadlines", "gauge", "Rows in the deadline ledger", ledger.map((l) => [{ domain: l.domain }, l._count._all])),
-      family(
-        "reclaim_next_deadline_timestamp_seconds",
-        "gauge",
-        "Earliest deadline in the ledger (Unix time)",
-        ledger.map((l) => [{ domain: l.domain }, (l._min.dueAt?.getTime() ?? 0) / 1000]),
-      ),
-      histogram.join("\n"),
-      family(
-        "reclaim_batches_total",
-        "counter",
-        "Finished batches by result",
-        totals.flatMap((t): Sample[] => [
-          [{ domain: t.domain, result: "ok" }, t.batches - t.errors],
-          [{ domain: t.domain, result: "error" }, t.errors],
-        ]),
-      ),
-      family("reclaim_candidates_total", "counter", "Entries found eligible for removal", per("candidates")),
-      family("reclaim_removed_total", "counter", "Entries removed", per("removed")),
-      family("reclaim_candidate_bytes_total", "counter", "Allocated bytes of candidates", per("candidate_bytes")),
-      family("reclaim_reclaimed_bytes_total", "counter", "Allocated bytes freed", per("reclaimed_bytes")),
-      family("reclaim_skips_total", "counter", "Entries kept, by reason", skips.map((s) => [{ domain: s.domain, reason: s.reason }, Number(s.total)])),
-      await this.process.metrics(),
-    ].join("\n\n") + "\n";
+    return (
+      [
+        family("reclaim_queue_jobs", "gauge", "Jobs in each domain's queue by state", queueSamples),
+        family(
+          "reclaim_deadlines",
+          "gauge",
+          "Rows in the deadline ledger",
+          ledger.map((l) => [{ domain: l.domain }, l._count._all]),
+        ),
+        family(
+          "reclaim_next_deadline_timestamp_seconds",
+          "gauge",
+          "Earliest deadline in the ledger (Unix time)",
+          ledger.map((l) => [{ domain: l.domain }, (l._min.dueAt?.getTime() ?? 0) / 1000]),
+        ),
+        histogram.join("\n"),
+        family(
+          "reclaim_batches_total",
+          "counter",
+          "Finished batches by result",
+          totals.flatMap((t): Sample[] => [
+            [{ domain: t.domain, result: "ok" }, t.batches - t.errors],
+            [{ domain: t.domain, result: "error" }, t.errors],
+          ]),
+        ),
+        family(
+          "reclaim_candidates_total",
+          "counter",
+          "Entries found eligible for removal",
+          per("candidates"),
+        ),
+        family("reclaim_removed_total", "counter", "Entries removed", per("removed")),
+        family(
+          "reclaim_candidate_bytes_total",
+          "counter",
+          "Allocated bytes of candidates",
+          per("candidate_bytes"),
+        ),
+        family("reclaim_reclaimed_bytes_total", "counter", "Allocated bytes freed", per("reclaimed_bytes")),
+        family(
+          "reclaim_skips_total",
+          "counter",
+          "Entries kept, by reason",
+          skips.map((s) => [{ domain: s.domain, reason: s.reason }, Number(s.total)]),
+        ),
+        await this.process.metrics(),
+      ].join("\n\n") + "\n"
+    );
   }
 }

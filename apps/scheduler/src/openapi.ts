@@ -29,7 +29,10 @@ export function openApiDocument(routes: Route<unknown, unknown, unknown>[], vers
       responses[status] =
         typeof body === "string"
           ? { description: body, content: { "text/plain": { schema: { type: "string" } } } }
-          : { description: body.description ?? `HTTP ${status}`, content: { "application/json": { schema: jsonSchema(body, "output") } } };
+          : {
+              description: body.description ?? `HTTP ${status}`,
+              content: { "application/json": { schema: jsonSchema(body, "output") } },
+            };
     }
     if (!r.public) responses["401"] ??= { description: "Missing or wrong bearer token" };
     (paths[path] ??= {})[r.method.toLowerCase()] = {
@@ -37,7 +40,12 @@ export function openApiDocument(routes: Route<unknown, unknown, unknown>[], vers
       ...(r.public ? { security: [] } : {}),
       parameters: [...parameters(r.params, "path"), ...parameters(r.query, "query")],
       ...(r.body
-        ? { requestBody: { required: true, content: { "application/json": { schema: jsonSchema(r.body, "input") } } } }
+        ? {
+            requestBody: {
+              required: true,
+              content: { "application/json": { schema: jsonSchema(r.body, "input") } },
+            },
+          }
         : {}),
       responses,
     };

@@ -15,6 +15,7 @@ import {
   createRedis,
   DeadlineQueues,
   domainRegistry,
+  readDomainConfigs,
   onReconnect,
   readSchedulerConfig,
   readServiceConfig,
@@ -22,7 +23,6 @@ import {
   type AnyDomain,
   type Clock,
   type DeadlineRequest,
-  type DomainControls,
   type DomainId,
   type Env,
   type Logger,
@@ -52,15 +52,16 @@ export async function createScheduler(options: SchedulerOptions = {}): Promise<S
   const service = readServiceConfig(env);
   const scheduler = readSchedulerConfig(env);
   const clock = options.clock ?? systemClock;
-  const log = (options.log ?? createLogger(service.logLevel as "info")).child({ service: "reclaim-scheduler", pid: process.pid });
+  const log = (options.log ?? createLogger(service.logLevel as "info")).child({
+    service: "reclaim-scheduler",
+    pid: process.pid,
+  });
   const domains = options.domains ?? domainRegistry;
-  const configs = new Map<DomainId, DomainControls>();
-  for (const [id, domain] of domains) configs.set(id, domain.readConfig(env));
-  const enabled = [...domains.keys()].filter((id) => configs.get(id)!.enabled);
+  const { configs, enabled } = readDomainConfigs(domains, env);
 
   const db = createDb(service.databaseUrl);
   const redis = createRedis(service.redisUrl);
-  const queues = new DeadlineQueues({ db, redis, prefix: service.queuePrefix, clock, attempts: service.jobAttempts });
+  const queues = DeadlineQueues.forService(db, redis, clock, service);
   const deps: ApiDeps = { db, redis, queues, clock, log, domains, configs, queuePrefix: service.queuePrefix };
   const app = await buildApp({ token: scheduler.apiToken, deps });
 
@@ -71,10 +72,15 @@ export async function createScheduler(options: SchedulerOptions = {}): Promise<S
     const requests: DeadlineRequest[] = [];
     for (const id of enabled) {
       const domain = domains.get(id)!;
-      if (domain.onStartup) requests.push(...(await domain.onStartup({ db, clock, now, config: configs.get(id)!, log })));
+      if (domain.onStartup)
+        requests.push(...(await domain.onStartup({ db, clock, now, config: configs.get(id)!, log })));
     }
     await queues.request(requests);
-    log.info("scheduler ready", { rebuiltKeys: rebuilt, startupDeadlines: requests.length, domains: enabled });
+    log.info("scheduler ready", {
+      rebuiltKeys: rebuilt,
+      startupDeadlines: requests.length,
+      domains: enabled,
+    });
   };
   const started = (async () => {
     for (let attempt = 0; !stopped; attempt++) {

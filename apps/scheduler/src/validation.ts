@@ -6,7 +6,11 @@
 import { ReclaimError } from "@reclaim/core";
 import type { z } from "zod";
 
-export function parseInput<S extends z.ZodType>(schema: S, value: unknown, where: "body" | "query" | "params"): z.infer<S> {
+export function parseInput<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+  where: "body" | "query" | "params",
+): z.infer<S> {
   const result = schema.safeParse(value ?? (where === "body" ? undefined : {}));
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;

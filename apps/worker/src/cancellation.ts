@@ -12,7 +12,10 @@ export function cancelChannel(prefix: string): string {
 export class CancellationListener {
   private readonly active = new Map<string, AbortController>();
 
-  constructor(private readonly subscriber: Redis, private readonly channel: string) {}
+  constructor(
+    private readonly subscriber: Redis,
+    private readonly channel: string,
+  ) {}
 
   async start(): Promise<void> {
     this.subscriber.on("message", (channel: string, jobId: string) => {
@@ -36,7 +39,8 @@ export class CancellationListener {
     };
   }
 
+  /** Stops listening; the connection itself belongs to the caller. */
   async stop(): Promise<void> {
-    await this.subscriber.quit().catch(() => this.subscriber.disconnect());
+    await this.subscriber.unsubscribe(this.channel).catch(() => undefined);
   }
 }

@@ -16,6 +16,7 @@ import {
   createRedis,
   DeadlineQueues,
   domainRegistry,
+  readDomainConfigs,
   FaultPoints,
   onReconnect,
   queueName,
@@ -27,7 +28,6 @@ import {
   type AnyDomain,
   type BatchReport,
   type Clock,
-  type DomainControls,
   type DomainId,
   type Env,
   type Logger,
@@ -54,17 +54,20 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
   const service = readServiceConfig(env);
   const workerConfig = readWorkerConfig(env);
   const clock = options.clock ?? systemClock;
-  const log = (options.log ?? createLogger(service.logLevel as "info")).child({ service: "reclaim-worker", pid: process.pid });
+  const log = (options.log ?? createLogger(service.logLevel as "info")).child({
+    service: "reclaim-worker",
+    pid: process.pid,
+  });
   const faults = options.faults ?? FaultPoints.fromEnv(env);
   const registry = options.domains ?? domainRegistry;
 
-  const configs = new Map<DomainId, DomainControls>();
-  for (const [id, domain] of registry) configs.set(id, domain.readConfig(env));
-  const enabled = [...registry.keys()].filter((id) => configs.get(id)!.enabled);
+  const { configs, enabled } = readDomainConfigs(registry, env);
 
-  const db = createDb(service.databaseUrl, { max: workerConfig.concurrency * Math.max(1, enabled.length) + 4 });
+  const db = createDb(service.databaseUrl, {
+    max: workerConfig.concurrency * Math.max(1, enabled.length) + 4,
+  });
   const redis = createRedis(service.redisUrl);
-  const queues = new DeadlineQueues({ db, redis, prefix: service.queuePrefix, clock, attempts: service.jobAttempts });
+  const queues = DeadlineQueues.forService(db, redis, clock, service);
   const callbacks = service.callbackUrl ? new ReportCallbacks(redis, service.queuePrefix) : null;
   // Every connection this service opens, so stop() closes them all (BullMQ leaves a
   // connection it was handed open).
@@ -139,7 +142,10 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
         workers.push(worker);
       }
       if (callbacks && service.callbackUrl) {
-        const target = { url: service.callbackUrl, secret: service.callbackSecret ?? env.RECLAIM_API_TOKEN ?? "" };
+        const target = {
+          url: service.callbackUrl,
+          secret: service.callbackSecret ?? env.RECLAIM_API_TOKEN ?? "",
+        };
         workers.push(callbacks.deliverer(target, connection(), log));
       }
       onReconnect(redis, () => void reconcile("redis reconnected"));
@@ -149,17 +155,24 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
     },
     async stop() {
       log.info("worker stopping: finishing active jobs");
-      const soft = setTimeout(() => shutdown.abort(new Error("shutting down")), workerConfig.shutdownTimeoutMs / 2);
+      const soft = setTimeout(
+        () => shutdown.abort(new Error("shutting down")),
+        workerConfig.shutdownTimeoutMs / 2,
+      );
       const closing = Promise.all(workers.map((w) => w.close()));
       let hardTimer: NodeJS.Timeout | undefined;
-      const hard = new Promise<void>((resolve) => (hardTimer = setTimeout(resolve, workerConfig.shutdownTimeoutMs)));
+      const hard = new Promise<void>(
+        (resolve) => (hardTimer = setTimeout(resolve, workerConfig.shutdownTimeoutMs)),
+      );
       await Promise.race([closing, hard]);
       clearTimeout(soft);
       clearTimeout(hardTimer);
       await queues.close();
       await callbacks?.close();
       await cancellation.stop();
-      await Promise.all(connections.map((c) => c.quit().catch(() => c.disconnect())));
+      await Promise.all(
+        connections.map((c) => (c.status === "end" ? undefined : c.quit().catch(() => c.disconnect()))),
+      );
       await db.$disconnect();
       log.info("worker stopped");
     },

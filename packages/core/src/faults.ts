@@ -8,14 +8,15 @@
  *
  *   RECLAIM_FAULT_POINTS="native-workspace-sync.after-rename=kill"
  * Actions: `kill` (SIGKILL self, as a crash), `throw` (an error at that point),
- * `hang` (stop there until killed). Before acting, the process appends the point's name to
+ * `hang` (stop there until killed), `pause` (wait RECLAIM_FAULT_PAUSE_MS, default 3000,
+ * then go on: a slow step). Before acting, the process appends the point's name to
  * RECLAIM_FAULT_MARKER (a file), so a test knows it got there.
  */
 import { appendFileSync } from "node:fs";
 import type { Env } from "./config";
 import { ConfigError } from "./errors";
 
-export type FaultAction = "kill" | "throw" | "hang";
+export type FaultAction = "kill" | "throw" | "hang" | "pause";
 export type FaultHandler = (point: string) => void | Promise<void>;
 
 export class InjectedFault extends Error {
@@ -47,13 +48,18 @@ export class FaultPoints {
     const handlers = new Map<string, FaultHandler>();
     for (const item of spec.split(",")) {
       const [point, action] = item.split("=").map((s) => s.trim()) as [string, string | undefined];
-      if (!["kill", "throw", "hang"].includes(action ?? "")) {
-        throw new ConfigError("RECLAIM_FAULT_POINTS", `unknown action "${action}" for ${point} (kill, throw or hang)`);
+      if (!["kill", "throw", "hang", "pause"].includes(action ?? "")) {
+        throw new ConfigError(
+          "RECLAIM_FAULT_POINTS",
+          `unknown action "${action}" for ${point} (kill, throw, hang or pause)`,
+        );
       }
+      const pauseMs = Number(env.RECLAIM_FAULT_PAUSE_MS ?? 3000);
       handlers.set(point, (name) => {
         if (marker) appendFileSync(marker, `${name}\n`);
         if (action === "kill") process.kill(process.pid, "SIGKILL");
         if (action === "throw") throw new InjectedFault(name);
+        if (action === "pause") return new Promise<void>((resolve) => setTimeout(resolve, pauseMs));
         return new Promise<void>(() => undefined);
       });
     }

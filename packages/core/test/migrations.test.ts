@@ -60,7 +60,9 @@ describe("npm run migrate", () => {
         "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'",
       )
     ).map((r) => r.table_name);
-    expect(tables).toEqual(expect.arrayContaining([...PAPERCLIP_TABLES, "reclaim_deadlines", "reclaim_batch_reports"]));
+    expect(tables).toEqual(
+      expect.arrayContaining([...PAPERCLIP_TABLES, "reclaim_deadlines", "reclaim_batch_reports"]),
+    );
     // A heartbeat_runs row with only the columns the brief names inserts into the mirror.
     await query(
       db.url,
@@ -77,14 +79,17 @@ describe("npm run migrate", () => {
     const mirror = (await catalog(db.url, PAPERCLIP_TABLES)).columns;
     const real = await createEmptyDatabase();
     try {
-      await query(real.url, readFileSync(path.join(REPO_ROOT, "packages/testkit/fixtures/paperclip-public-schema.sql"), "utf8"));
+      await query(
+        real.url,
+        readFileSync(path.join(REPO_ROOT, "packages/testkit/fixtures/paperclip-public-schema.sql"), "utf8"),
+      );
       const realColumns = (await catalog(real.url, PAPERCLIP_TABLES)).columns;
       const realType = new Map(realColumns.map((c) => [`${c.table_name}.${c.column_name}`, c.data_type]));
       for (const column of mirror) {
-        expect([`${column.table_name}.${column.column_name}`, realType.get(`${column.table_name}.${column.column_name}`)]).toEqual([
+        expect([
           `${column.table_name}.${column.column_name}`,
-          column.data_type,
-        ]);
+          realType.get(`${column.table_name}.${column.column_name}`),
+        ]).toEqual([`${column.table_name}.${column.column_name}`, column.data_type]);
       }
     } finally {
       await real.drop();
@@ -93,7 +98,10 @@ describe("npm run migrate", () => {
 
   it("on Paperclip's own database creates only what is missing and never alters a Paperclip table", async () => {
     db = await createEmptyDatabase();
-    await query(db.url, readFileSync(path.join(REPO_ROOT, "packages/testkit/fixtures/paperclip-public-schema.sql"), "utf8"));
+    await query(
+      db.url,
+      readFileSync(path.join(REPO_ROOT, "packages/testkit/fixtures/paperclip-public-schema.sql"), "utf8"),
+    );
     const all = (
       await query<{ table_name: string }>(
         db.url,

@@ -12,7 +12,11 @@ export async function tempDir(prefix = "reclaim-test-"): Promise<{ path: string;
  * Writes files (relative path -> content or byte count) under `root` and sets every entry,
  * the root included, to `mtime`.
  */
-export async function writeTree(root: string, files: Record<string, string | number>, mtime?: Date): Promise<void> {
+export async function writeTree(
+  root: string,
+  files: Record<string, string | number>,
+  mtime?: Date,
+): Promise<void> {
   await mkdir(root, { recursive: true });
   const dirs = new Set<string>([root]);
   for (const [rel, content] of Object.entries(files)) {

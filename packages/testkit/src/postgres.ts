@@ -7,7 +7,8 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 
-export const ADMIN_URL = process.env.RECLAIM_TEST_ADMIN_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+export const ADMIN_URL =
+  process.env.RECLAIM_TEST_ADMIN_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 const STALE_AFTER_SECONDS = 6 * 3600;
 
 export function databaseUrl(name: string, admin = ADMIN_URL): string {
@@ -58,7 +59,8 @@ export interface TestDatabase {
 /** A fresh, migrated database for one test file. */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const template = process.env.RECLAIM_TEST_TEMPLATE_DB;
-  if (!template) throw new Error("RECLAIM_TEST_TEMPLATE_DB is not set: run tests through jest (global setup)");
+  if (!template)
+    throw new Error("RECLAIM_TEST_TEMPLATE_DB is not set: run tests through jest (global setup)");
   const name = uniqueName("t");
   await withAdmin((c) => c.query(`CREATE DATABASE "${name}" TEMPLATE "${template}"`));
   return { name, url: databaseUrl(name), drop: () => dropDatabase(name) };

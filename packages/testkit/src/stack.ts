@@ -4,7 +4,15 @@
  * scheduler (Fastify, driven with `inject`) and the real worker service (BullMQ workers).
  * `stop()` shuts everything down and removes what it created.
  */
-import { createDb, type Clock, type Db, type FaultPoints, type Logger, silentLogger, type BatchReport } from "@reclaim/core";
+import {
+  createDb,
+  type Clock,
+  type Db,
+  type FaultPoints,
+  type Logger,
+  silentLogger,
+  type BatchReport,
+} from "@reclaim/core";
 import { createScheduler, type SchedulerService } from "@reclaim/scheduler/src/service";
 import { createWorkerService, type WorkerService } from "@reclaim/worker/src/service";
 import { tempDir } from "./files";
@@ -21,6 +29,8 @@ export interface StackOptions {
   log?: Logger;
   /** Start the worker service (default true). */
   worker?: boolean;
+  /** Runs after the database and instance root exist, before the scheduler starts. */
+  seed?: (ctx: { instanceRoot: string; db: Db }) => Promise<void>;
 }
 
 export interface ApiResponse {
@@ -38,23 +48,43 @@ export interface Stack {
   prefix: string;
   scheduler: SchedulerService;
   worker: WorkerService | null;
-  api(method: "GET" | "POST", url: string, body?: unknown, options?: { token?: string | null }): Promise<ApiResponse>;
+  api(
+    method: "GET" | "POST",
+    url: string,
+    body?: unknown,
+    options?: { token?: string | null },
+  ): Promise<ApiResponse>;
   /** Reports of `domain` (newest first) once `enough` accepts them. */
-  waitForReports(domain: string, enough: (reports: BatchReport[]) => boolean, timeoutMs?: number): Promise<BatchReport[]>;
+  waitForReports(
+    domain: string,
+    enough: (reports: BatchReport[]) => boolean,
+    timeoutMs?: number,
+  ): Promise<BatchReport[]>;
   startWorker(options?: Pick<StackOptions, "faults" | "env">): Promise<WorkerService>;
+  /** Resolves when no domain queue has a waiting or active job (delayed ones may remain). */
+  idle(): Promise<void>;
   stop(): Promise<void>;
 }
 
-export function stackEnv(database: TestDatabase, prefix: string, instanceRoot: string, extra: Record<string, string> = {}) {
+export function stackEnv(
+  database: TestDatabase,
+  prefix: string,
+  instanceRoot: string,
+  extra: Record<string, string> = {},
+) {
   return {
     NODE_ENV: "test",
     DATABASE_URL: database.url,
     REDIS_URL: TEST_REDIS_URL,
     RECLAIM_QUEUE_PREFIX: prefix,
     RECLAIM_API_TOKEN: TEST_TOKEN,
+    RECLAIM_PORT: "0",
+    RECLAIM_HOST: "127.0.0.1",
     PAPERCLIP_INSTANCE_ROOT: instanceRoot,
-    RECLAIM_JOB_LOCK_MS: "2000",
-    RECLAIM_STALLED_INTERVAL_MS: "1000",
+    // Short enough that a killed worker's job is retried within a test, long enough that a
+    // loaded two-core machine never lets a live job's lock lapse (a duplicate run).
+    RECLAIM_JOB_LOCK_MS: "10000",
+    RECLAIM_STALLED_INTERVAL_MS: "5000",
     RECLAIM_SHUTDOWN_TIMEOUT_MS: "10000",
     RECLAIM_LOG_LEVEL: "error",
     ...extra,
@@ -68,6 +98,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const env = stackEnv(database, prefix, root.path, options.env);
   const log = options.log ?? silentLogger;
   const db = createDb(database.url, { max: 4 });
+  if (options.seed) await options.seed({ instanceRoot: root.path, db });
   const scheduler = await createScheduler({ env, clock: options.clock, log });
   const workers: WorkerService[] = [];
 
@@ -84,6 +115,19 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   };
   const worker = options.worker === false ? null : await startWorker();
   await scheduler.started;
+  const idle = () =>
+    waitFor(
+      async () => {
+        for (const id of scheduler.deps.domains.keys()) {
+          const c = await scheduler.deps.queues.queue(id).getJobCounts("waiting", "prioritized", "active");
+          if ((c.waiting ?? 0) + (c.prioritized ?? 0) + (c.active ?? 0) > 0) return false;
+        }
+        return true;
+      },
+      { what: "idle queues" },
+    ).then(() => undefined);
+  // Start-up checks run before a test begins, so they never race its fixtures.
+  if (worker) await idle();
 
   return {
     env,
@@ -94,6 +138,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     scheduler,
     worker,
     startWorker,
+    idle,
     async api(method, url, body, { token = TEST_TOKEN } = {}) {
       const response = await scheduler.app.inject({
         method,
@@ -112,7 +157,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     async waitForReports(domain, enough, timeoutMs = 20_000) {
       return waitFor(
         async () => {
-          const rows = await db.reclaimBatchReport.findMany({ where: { domain }, orderBy: { finishedAt: "desc" } });
+          const rows = await db.reclaimBatchReport.findMany({
+            where: { domain },
+            orderBy: { finishedAt: "desc" },
+          });
           const { toBatchReport } = await import("@reclaim/core");
           const reports = rows.map((r) => toBatchReport(r, true));
           return enough(reports) ? reports : null;

@@ -1,7 +1,11 @@
 /** Waits for a condition by re-checking it: test support only, never in product code. */
 export async function waitFor<T>(
   probe: () => Promise<T | undefined | null | false> | T | undefined | null | false,
-  { timeoutMs = 20_000, intervalMs = 50, what = "condition" }: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+  {
+    timeoutMs = 20_000,
+    intervalMs = 50,
+    what = "condition",
+  }: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
@@ -13,7 +17,9 @@ export async function waitFor<T>(
       last = error;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ""}`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }

@@ -25,7 +25,9 @@ export const domainsRoute = route({
           enabled: z.boolean(),
           dryRun: z.boolean(),
           config: z.record(z.string(), z.unknown()),
-          controls: z.array(z.object({ env: z.string(), default: z.string().nullable(), description: z.string() })),
+          controls: z.array(
+            z.object({ env: z.string(), default: z.string().nullable(), description: z.string() }),
+          ),
           queue: counts.nullable(),
           nextDeadline: z.iso.datetime().nullable(),
         }),
@@ -40,9 +42,21 @@ export const domainsRoute = route({
         const domain = deps.domains.get(id);
         const config = deps.configs.get(id);
         if (!domain || !config) {
-          return { id, title: null, implemented: false, enabled: false, dryRun: false, config: {}, controls: [], queue: null, nextDeadline: null };
+          return {
+            id,
+            title: null,
+            implemented: false,
+            enabled: false,
+            dryRun: false,
+            config: {},
+            controls: [],
+            queue: null,
+            nextDeadline: null,
+          };
         }
-        const c = await deps.queues.queue(id).getJobCounts("waiting", "prioritized", "delayed", "active", "completed", "failed");
+        const c = await deps.queues
+          .queue(id)
+          .getJobCounts("waiting", "prioritized", "delayed", "active", "completed", "failed");
         return {
           id,
           title: domain.title,
@@ -50,7 +64,11 @@ export const domainsRoute = route({
           enabled: config.enabled,
           dryRun: config.dryRun,
           config,
-          controls: Object.values(domain.options).map((o) => ({ env: o.env, default: o.defaultText ?? null, description: o.description })),
+          controls: Object.values(domain.options).map((o) => ({
+            env: o.env,
+            default: o.defaultText ?? null,
+            description: o.description,
+          })),
           queue: {
             waiting: (c.waiting ?? 0) + (c.prioritized ?? 0),
             delayed: c.delayed ?? 0,

@@ -3,7 +3,13 @@
  * domain that subscribes to its type; what they make due is recorded in the ledger and
  * scheduled. The whole batch is validated before anything is recorded.
  */
-import { eventsBodySchema, type DeadlineRequest, type DomainId, type EventContext, type ReclaimEvent } from "@reclaim/core";
+import {
+  eventsBodySchema,
+  type DeadlineRequest,
+  type DomainId,
+  type EventContext,
+  type ReclaimEvent,
+} from "@reclaim/core";
 import { z } from "zod";
 import { errorBody } from "./schemas";
 import { route } from "./route";
@@ -27,7 +33,9 @@ export const eventsRoute = route({
         const config = deps.configs.get(id as DomainId)!;
         const handler = domain.events?.[event.type] as Handler | undefined;
         if (!config.enabled || !handler) continue;
-        requests.push(...(await handler(event, { db: deps.db, clock: deps.clock, now, config, log: deps.log })));
+        requests.push(
+          ...(await handler(event, { db: deps.db, clock: deps.clock, now, config, log: deps.log })),
+        );
       }
     }
     await deps.queues.request(requests);

@@ -36,6 +36,9 @@ export const jobCancelRoute = route({
       await deps.redis.publish(`${deps.queuePrefix}.cancel`, params.jobId);
       return { status: 202, body: { jobId: params.jobId, state: "cancelling" } };
     }
-    throw new ReclaimError("RECLAIM_ERR_JOB_NOT_CANCELLABLE", { message: `jobId: the job already ${state}`, field: "jobId" });
+    throw new ReclaimError("RECLAIM_ERR_JOB_NOT_CANCELLABLE", {
+      message: `jobId: the job already ${state}`,
+      field: "jobId",
+    });
   },
 });

@@ -23,14 +23,19 @@ export const jobParams = z.object({ jobId: z.string().min(1).max(300) });
 
 export async function jobStatus(deps: import("../deps").ApiDeps, jobId: string) {
   const domain = domainOfJobId(jobId);
-  const notFound = () => new ReclaimError("RECLAIM_ERR_JOB_NOT_FOUND", { message: `jobId: no job "${jobId}"`, field: "jobId" });
+  const notFound = () =>
+    new ReclaimError("RECLAIM_ERR_JOB_NOT_FOUND", { message: `jobId: no job "${jobId}"`, field: "jobId" });
   if (!domain) throw notFound();
   const job = await deps.queues.queue(domain).getJob(jobId);
   const state = job ? STATES[await job.getState()] : undefined;
   const stored = state === "waiting" || state === "delayed" ? null : await latestReportOfJob(deps.db, jobId);
   if (state) return { job, state, report: stored };
   if (!stored) throw notFound();
-  return { job: undefined, state: stored.error ? ("failed" as const) : ("completed" as const), report: stored };
+  return {
+    job: undefined,
+    state: stored.error ? ("failed" as const) : ("completed" as const),
+    report: stored,
+  };
 }
 
 export const jobRoute = route({

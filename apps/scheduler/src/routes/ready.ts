@@ -32,7 +32,8 @@ export const readyRoute = route({
         (error: Error) => error.message,
       ),
     ]);
-    if (postgres === "ok" && redis === "ok") return { status: 200, body: { status: "ready", postgres, redis } };
+    if (postgres === "ok" && redis === "ok")
+      return { status: 200, body: { status: "ready", postgres, redis } };
     const error = new ReclaimError("RECLAIM_ERR_DEPENDENCY_UNAVAILABLE");
     return { status: 503, body: { ...error.toBody(), postgres, redis } };
   },

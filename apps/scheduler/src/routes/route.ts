@@ -32,6 +32,8 @@ export interface Route<B = unknown, Q = unknown, P = unknown> {
   handle(input: RouteInput<B, Q, P>, deps: ApiDeps): Promise<RouteResult>;
 }
 
-export function route<B = undefined, Q = undefined, P = undefined>(definition: Route<B, Q, P>): Route<B, Q, P> {
+export function route<B = undefined, Q = undefined, P = undefined>(
+  definition: Route<B, Q, P>,
+): Route<B, Q, P> {
   return definition;
 }

@@ -10,7 +10,10 @@ export const errorBody = z
   })
   .describe("Every error: a stable code, a message, and the request field at fault when there is one");
 
-export const domainId = z.string().min(1).describe(`One of: ${DOMAIN_IDS.join(", ")}`);
+export const domainId = z
+  .string()
+  .min(1)
+  .describe(`One of: ${DOMAIN_IDS.join(", ")}`);
 
 /** A company id, or `instance` for work that belongs to no company. */
 export const scopeParam = z.union([z.uuid(), z.literal("instance")]);

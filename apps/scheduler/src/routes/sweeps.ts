@@ -19,7 +19,13 @@ export const sweepsRoute = route({
     dryRun: z.boolean().optional(),
     cursor: z.string().min(1).optional().describe("A previous report's nextCursor"),
   }),
-  responses: { 202: z.object({ jobId: z.string() }), 400: errorBody, 404: errorBody, 409: errorBody, 501: errorBody },
+  responses: {
+    202: z.object({ jobId: z.string() }),
+    400: errorBody,
+    404: errorBody,
+    409: errorBody,
+    501: errorBody,
+  },
   async handle({ body }, deps) {
     const { domain } = enabledDomain(deps, body.domain);
     decodeCursorToken(body.cursor); // 400 for a token we never issued, before queueing

@@ -130,7 +130,8 @@ export function urlValidator(protocols: string[]): (value: string) => string | u
   return (value) => {
     try {
       const url = new URL(value);
-      if (!protocols.includes(url.protocol)) return `must be a ${protocols.join(" or ")} URL (got "${value}")`;
+      if (!protocols.includes(url.protocol))
+        return `must be a ${protocols.join(" or ")} URL (got "${value}")`;
       return undefined;
     } catch {
       return `must be a URL (got "${value}")`;
@@ -143,7 +144,10 @@ export type OptionValues<T extends Record<string, Option<unknown>>> = {
 };
 
 /** Reads a group of options at once; the first bad variable throws a ConfigError. */
-export function readOptions<T extends Record<string, Option<unknown>>>(options: T, env: Env): OptionValues<T> {
+export function readOptions<T extends Record<string, Option<unknown>>>(
+  options: T,
+  env: Env,
+): OptionValues<T> {
   const values: Record<string, unknown> = {};
   for (const [key, option] of Object.entries(options)) values[key] = option.read(env);
   return values as OptionValues<T>;

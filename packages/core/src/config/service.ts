@@ -20,7 +20,12 @@ export const serviceOptions = {
     "PostgreSQL connection URL: Paperclip's database in production",
     urlValidator(["postgres:", "postgresql:"]),
   ),
-  redisUrl: stringOption("REDIS_URL", "redis://127.0.0.1:6379", "Redis connection URL for the BullMQ queues", urlValidator(["redis:", "rediss:"])),
+  redisUrl: stringOption(
+    "REDIS_URL",
+    "redis://127.0.0.1:6379",
+    "Redis connection URL for the BullMQ queues",
+    urlValidator(["redis:", "rediss:"]),
+  ),
   instanceRoot: stringOption(
     "PAPERCLIP_INSTANCE_ROOT",
     path.join(process.env.HOME ?? "/root", ".paperclip", "instances", "default"),
@@ -28,7 +33,9 @@ export const serviceOptions = {
     (value) => (path.isAbsolute(value) ? undefined : `must be an absolute path (got "${value}")`),
   ),
   queuePrefix: stringOption("RECLAIM_QUEUE_PREFIX", "reclaim", "Redis key prefix of every queue", (value) =>
-    /^[A-Za-z0-9_-]+$/.test(value) ? undefined : `may contain only letters, digits, '-' and '_' (got "${value}")`,
+    /^[A-Za-z0-9_-]+$/.test(value)
+      ? undefined
+      : `may contain only letters, digits, '-' and '_' (got "${value}")`,
   ),
   jobLockMs: integerOption(
     "RECLAIM_JOB_LOCK_MS",
@@ -58,7 +65,9 @@ export const serviceOptions = {
     "HMAC-SHA256 key for the X-Reclaim-Signature header of report callbacks (defaults to RECLAIM_API_TOKEN)",
   ),
   logLevel: stringOption("RECLAIM_LOG_LEVEL", "info", "debug, info, warn or error", (value) =>
-    ["debug", "info", "warn", "error"].includes(value) ? undefined : `must be debug, info, warn or error (got "${value}")`,
+    ["debug", "info", "warn", "error"].includes(value)
+      ? undefined
+      : `must be debug, info, warn or error (got "${value}")`,
   ),
 };
 
@@ -74,10 +83,15 @@ export const schedulerOptions = {
 };
 
 export const workerOptions = {
-  concurrency: integerOption("RECLAIM_WORKER_CONCURRENCY", 2, "Jobs one worker process runs at once per domain", {
-    min: 1,
-    max: 64,
-  }),
+  concurrency: integerOption(
+    "RECLAIM_WORKER_CONCURRENCY",
+    2,
+    "Jobs one worker process runs at once per domain",
+    {
+      min: 1,
+      max: 64,
+    },
+  ),
   shutdownTimeoutMs: integerOption(
     "RECLAIM_SHUTDOWN_TIMEOUT_MS",
     120_000,

@@ -46,7 +46,15 @@ export async function applyMigrations(databaseUrl: string): Promise<string> {
   await ensureDatabase(databaseUrl);
   const { stdout } = await run(
     process.execPath,
-    ["-r", path.join(REPO_ROOT, "prisma/cli-preload.js"), PRISMA_CLI, "migrate", "deploy", "--config", PRISMA_CONFIG],
+    [
+      "-r",
+      path.join(REPO_ROOT, "prisma/cli-preload.js"),
+      PRISMA_CLI,
+      "migrate",
+      "deploy",
+      "--config",
+      PRISMA_CONFIG,
+    ],
     { cwd: REPO_ROOT, env: { ...process.env, DATABASE_URL: databaseUrl, PRISMA_HIDE_UPDATE_MESSAGE: "1" } },
   );
   return stdout;

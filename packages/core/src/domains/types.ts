@@ -80,7 +80,10 @@ export interface EventContext<C extends DomainControls = DomainControls> {
 }
 
 export type EventHandlers<C extends DomainControls> = {
-  [T in EventType]?: (event: EventOf<T>, ctx: EventContext<C>) => DeadlineRequest[] | Promise<DeadlineRequest[]>;
+  [T in EventType]?: (
+    event: EventOf<T>,
+    ctx: EventContext<C>,
+  ) => DeadlineRequest[] | Promise<DeadlineRequest[]>;
 };
 
 export interface RetentionDomain<C extends DomainControls = DomainControls, P = unknown, A = unknown> {
@@ -110,6 +113,8 @@ export interface RetentionDomain<C extends DomainControls = DomainControls, P = 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyDomain = RetentionDomain<any, any, any>;
 
-export function defineDomain<C extends DomainControls, P, A>(domain: RetentionDomain<C, P, A>): RetentionDomain<C, P, A> {
+export function defineDomain<C extends DomainControls, P, A>(
+  domain: RetentionDomain<C, P, A>,
+): RetentionDomain<C, P, A> {
   return domain;
 }

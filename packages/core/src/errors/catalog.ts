@@ -15,7 +15,10 @@ export const ERRORS = {
   RECLAIM_ERR_BODY_TOO_LARGE: { status: 413, message: "The request body is too large" },
   RECLAIM_ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415, message: "The request body must be JSON" },
   RECLAIM_ERR_DOMAIN_NOT_IMPLEMENTED: { status: 501, message: "The retention domain is not implemented yet" },
-  RECLAIM_ERR_DEPENDENCY_UNAVAILABLE: { status: 503, message: "A dependency (PostgreSQL or Redis) is unavailable" },
+  RECLAIM_ERR_DEPENDENCY_UNAVAILABLE: {
+    status: 503,
+    message: "A dependency (PostgreSQL or Redis) is unavailable",
+  },
   RECLAIM_ERR_CONFIG: { status: 500, message: "The service configuration is invalid" },
   RECLAIM_ERR_INTERNAL: { status: 500, message: "Internal error" },
 } as const;

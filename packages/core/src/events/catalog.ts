@@ -59,7 +59,9 @@ export const eventSchemas = {
       status: z.string().min(1).optional(),
     })
     .describe("An execution workspace changed (archived, reopened, ...)"),
-  "company.deleted": z.object({ type: z.literal("company.deleted"), companyId }).describe("A company was deleted"),
+  "company.deleted": z
+    .object({ type: z.literal("company.deleted"), companyId })
+    .describe("A company was deleted"),
 } as const;
 
 export type EventType = keyof typeof eventSchemas;

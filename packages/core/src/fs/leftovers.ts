@@ -31,10 +31,12 @@ export async function listRetired(dir: string, prefixes: readonly RetiredPrefix[
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
     throw error;
   }
-  return names.filter((name) => {
-    const prefix = retiredPrefixOf(name);
-    return prefix !== null && prefixes.includes(prefix);
-  }).sort();
+  return names
+    .filter((name) => {
+      const prefix = retiredPrefixOf(name);
+      return prefix !== null && prefixes.includes(prefix);
+    })
+    .sort();
 }
 
 export async function finishInterruptedDeletes(

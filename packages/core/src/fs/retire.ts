@@ -15,7 +15,10 @@ import { identityOf, sameIdentity, treeStats, type Identity } from "./tree";
 export type RetireRefusal = "missing" | "symlink" | "not_a_directory" | "identity_changed";
 
 export class RetireRefused extends Error {
-  constructor(readonly reason: RetireRefusal, readonly target: string) {
+  constructor(
+    readonly reason: RetireRefusal,
+    readonly target: string,
+  ) {
     super(`refusing to retire ${target}: ${reason}`);
     this.name = "RetireRefused";
   }
@@ -51,7 +54,8 @@ export async function unretire(retired: string, original: string): Promise<boole
 
 /** Deletes a tree that carries a retired name; returns the allocated bytes it held. */
 export async function removeRetired(retired: string): Promise<number> {
-  if (!retiredPrefixOf(path.basename(retired))) throw new Error(`BUG: ${retired} does not carry a retired name`);
+  if (!retiredPrefixOf(path.basename(retired)))
+    throw new Error(`BUG: ${retired} does not carry a retired name`);
   const stat = await lstat(retired).catch((error: NodeJS.ErrnoException) => {
     if (error.code === "ENOENT") return null;
     throw error;

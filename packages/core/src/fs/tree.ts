@@ -50,7 +50,11 @@ export function sameIdentity(a: Identity | null, b: Identity | null): boolean {
 /** Walks `root` (which must not be a symlink: its own lstat is counted, never followed). */
 export async function treeStats(root: string, signal?: AbortSignal): Promise<TreeStats> {
   const rootStat = await lstat(root);
-  const stats: TreeStats = { allocatedBytes: rootStat.blocks * 512, newestMtimeMs: rootStat.mtimeMs, entries: 1 };
+  const stats: TreeStats = {
+    allocatedBytes: rootStat.blocks * 512,
+    newestMtimeMs: rootStat.mtimeMs,
+    entries: 1,
+  };
   if (!rootStat.isDirectory()) return stats;
   const pending = [root];
   while (pending.length > 0) {

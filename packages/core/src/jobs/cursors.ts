@@ -33,7 +33,10 @@ export function decodeCursorToken(token: string | undefined): Record<string, str
   } catch {
     // fall through
   }
-  throw new ReclaimError("RECLAIM_ERR_VALIDATION", { message: "cursor is not a token this service issued", field: "cursor" });
+  throw new ReclaimError("RECLAIM_ERR_VALIDATION", {
+    message: "cursor is not a token this service issued",
+    field: "cursor",
+  });
 }
 
 export function sweepCursors(token: string | undefined): CursorStore {
@@ -44,6 +47,7 @@ export function sweepCursors(token: string | undefined): CursorStore {
       if (value === null) delete cursors[name];
       else cursors[name] = value;
     },
-    token: () => (Object.keys(cursors).length ? Buffer.from(JSON.stringify(cursors)).toString("base64url") : null),
+    token: () =>
+      Object.keys(cursors).length ? Buffer.from(JSON.stringify(cursors)).toString("base64url") : null,
   };
 }

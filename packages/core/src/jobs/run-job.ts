@@ -65,7 +65,10 @@ export interface JobInput {
 
 class Deadlines implements DeadlineSink {
   private readonly requests: DeadlineRequest[] = [];
-  constructor(private readonly domain: DomainId, private readonly scope: string) {}
+  constructor(
+    private readonly domain: DomainId,
+    private readonly scope: string,
+  ) {}
   at(reason: string, dueAt: Date, scope = this.scope): void {
     this.requests.push({ domain: this.domain, scope, reason, dueAt });
   }
@@ -83,7 +86,8 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
   const domainId = input.data.domain as DomainId;
   const domain = deps.domains.get(domainId);
   const config = deps.configs.get(domainId);
-  if (!domain || !config) throw new UnrecoverableError(`domain ${input.data.domain} is not served by this worker`);
+  if (!domain || !config)
+    throw new UnrecoverableError(`domain ${input.data.domain} is not served by this worker`);
 
   const key: LedgerKey = { domain: domainId, scope: input.data.scope };
   const startedAt = clock.now();
@@ -91,7 +95,8 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
   const report = new BatchReporter();
   const deadlines = new Deadlines(domainId, key.scope);
   const namespace = domain.lockNamespace ?? domainLockNamespace(domainId);
-  const cursors = input.data.kind === "sweep" ? sweepCursors(input.data.cursor) : ledgerCursors(db, key, clock);
+  const cursors =
+    input.data.kind === "sweep" ? sweepCursors(input.data.cursor) : ledgerCursors(db, key, clock);
   const log = deps.log.child({ domain: domainId, companyId: companyIdOf(key.scope), jobId: input.id });
 
   const ctx: JobContext = {
@@ -130,14 +135,26 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
     const lastAttempt = input.attemptsMade + 1 >= input.attempts;
     if (!lastAttempt && !isPermanent(failure)) throw failure;
     error = describeError(failure);
-    deadlines.at("retry", new Date(startedAt.getTime() + (domain.failureRetryMs ?? DEFAULT_FAILURE_RETRY_MS)));
+    deadlines.at(
+      "retry",
+      new Date(startedAt.getTime() + (domain.failureRetryMs ?? DEFAULT_FAILURE_RETRY_MS)),
+    );
     log.error("batch failed", { error: failure });
   }
 
   const finishedAt = clock.now();
+  // A requested sweep continues through its cursor, not the ledger, and a dry run (a
+  // diagnosis) schedules nothing: only real work it left behind (a retry, a recheck) is
+  // recorded for the deadline jobs.
+  const toRecord =
+    input.data.kind === "deadline"
+      ? deadlines.list()
+      : ctx.dryRun
+        ? []
+        : deadlines.list().filter((d) => d.reason !== "continue");
   const stored = await db.$transaction(async (tx) => {
     await consumeClaimed(tx, key, claimed);
-    await requestDeadlines(tx, deadlines.list(), finishedAt);
+    await requestDeadlines(tx, toRecord, finishedAt);
     return insertReport(tx, {
       jobId: input.id,
       domain: domainId,
@@ -162,17 +179,25 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
   // (same id) and is synced by the worker once BullMQ has finished it.
   const own = keyOf(key);
   const others = new Map<string, LedgerKey>();
-  for (const d of deadlines.list()) {
+  for (const d of toRecord) {
     const k = { domain: d.domain, scope: d.scope };
     if (input.data.kind === "sweep" || keyOf(k) !== own) others.set(keyOf(k), k);
   }
   for (const k of others.values()) deps.queues.syncSoon(k);
 
   const { entries: _entries, ...summary } = stored;
-  log.info("job.finished", { event: "reclaim.batch", kind: input.data.kind, reasons: claimed.map((c) => c.reason), ...summary, nextDeadlines: deadlines.list() });
+  log.info("job.finished", {
+    event: "reclaim.batch",
+    kind: input.data.kind,
+    reasons: claimed.map((c) => c.reason),
+    ...summary,
+    nextDeadlines: toRecord,
+  });
   if (deps.onReport) {
     // Delivery is the callback queue's job (retried with backoff); it never fails the batch.
-    await deps.onReport(stored).catch((failure: unknown) => log.warn("report callback not queued", { error: failure }));
+    await deps
+      .onReport(stored)
+      .catch((failure: unknown) => log.warn("report callback not queued", { error: failure }));
   }
   if (error !== null) throw new UnrecoverableError(error);
   return stored;

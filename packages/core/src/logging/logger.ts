@@ -37,7 +37,8 @@ export function createLogger(
 
 function jsonSafe(_key: string, value: unknown): unknown {
   if (typeof value === "bigint") return Number(value);
-  if (value instanceof Error) return { name: value.name, message: value.message, code: (value as { code?: unknown }).code };
+  if (value instanceof Error)
+    return { name: value.name, message: value.message, code: (value as { code?: unknown }).code };
   return value;
 }
 

@@ -39,7 +39,9 @@ let bootTimeMs: number | null | undefined;
 function bootTime(): number | null {
   if (bootTimeMs === undefined) {
     try {
-      const line = readFileSync("/proc/stat", "utf8").split("\n").find((l) => l.startsWith("btime "));
+      const line = readFileSync("/proc/stat", "utf8")
+        .split("\n")
+        .find((l) => l.startsWith("btime "));
       bootTimeMs = line ? Number(line.split(/\s+/)[1]) * 1000 : null;
     } catch {
       bootTimeMs = null;
@@ -72,7 +74,10 @@ function matchesRecordedStart(probe: ProcessProbe, pid: number, recorded: Date |
   return Math.abs(actual.getTime() - recorded.getTime()) <= START_TIME_TOLERANCE_MS;
 }
 
-export function recordedProcessIsLive(recorded: RecordedProcess, probe: ProcessProbe = hostProcessProbe): boolean {
+export function recordedProcessIsLive(
+  recorded: RecordedProcess,
+  probe: ProcessProbe = hostProcessProbe,
+): boolean {
   if (recorded.pid !== null && recorded.pid > 0 && probe.pidExists(recorded.pid)) {
     if (matchesRecordedStart(probe, recorded.pid, recorded.startedAt)) return true;
   }

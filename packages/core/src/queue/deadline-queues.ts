@@ -89,7 +89,12 @@ export class DeadlineQueues {
           return;
         }
         const delay = Math.max(0, due.getTime() - clock.now().getTime());
-        const data: ReclaimJobData = { kind: "deadline", domain: key.domain, scope: key.scope, dueAt: due.toISOString() };
+        const data: ReclaimJobData = {
+          kind: "deadline",
+          domain: key.domain,
+          scope: key.scope,
+          dueAt: due.toISOString(),
+        };
         if (!job || state === "missing" || state === "unknown") {
           await queue.add(key.domain, data, { ...this.jobOptions(), jobId, delay });
         } else if (state === "completed" || state === "failed") {
@@ -154,6 +159,16 @@ export class DeadlineQueues {
       },
     );
     return jobId;
+  }
+
+  /** The queues of a service configured by the service environment. */
+  static forService(
+    db: Db,
+    redis: Redis,
+    clock: Clock,
+    service: { queuePrefix: string; jobAttempts: number },
+  ): DeadlineQueues {
+    return new DeadlineQueues({ db, redis, prefix: service.queuePrefix, clock, attempts: service.jobAttempts });
   }
 
   async close(): Promise<void> {

@@ -9,7 +9,13 @@ import { mkdir, readdir, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { hostProcessProbe } from "@reclaim/core";
 import { startStack, type Stack } from "@reclaim/testkit";
-import { insertRun, makeFolder, reasonOf, sweep, syncRoot } from "./native-workspace-sync.fixtures";
+import {
+  insertRun,
+  makeFolder,
+  reasonOf,
+  sweep,
+  syncRoot,
+} from "@reclaim/testkit/src/fixtures/native-workspace-sync";
 
 let stack: Stack;
 beforeAll(async () => {
@@ -29,13 +35,17 @@ describe("a folder is removed", () => {
     const report = await sweep(stack, c);
     expect(report).toMatchObject({ checked: 5, candidates: 5, removed: 5 });
     expect(report.reclaimedBytes).toBeGreaterThanOrEqual(5 * 64 * 1024);
-    expect(await readdir(syncRoot(stack))).not.toEqual(expect.arrayContaining([expect.stringMatching(/^\.expired-/)]));
+    expect(await readdir(syncRoot(stack))).not.toEqual(
+      expect.arrayContaining([expect.stringMatching(/^\.expired-/)]),
+    );
   });
 
   it("when the run references the folder and nothing can still read it", async () => {
     const c = company();
     const run = await insertRun(stack, { companyId: c, syncRef: true });
-    await stack.db.nativeRunFinalization.create({ data: { companyId: c, heartbeatRunId: run, status: "committed" } });
+    await stack.db.nativeRunFinalization.create({
+      data: { companyId: c, heartbeatRunId: run, status: "committed" },
+    });
     const folder = await makeFolder(stack, run);
     const report = await sweep(stack, c);
     expect(reasonOf(report, run)).toBe("removed");
@@ -57,9 +67,13 @@ describe("a folder is removed", () => {
 
   it("when the referenced lease was destroyed, even with a retained recovery scheduled", async () => {
     const c = company();
-    const lease = await stack.db.environmentLease.create({ data: { companyId: c, status: "destroyed", provider: "e2b" } });
+    const lease = await stack.db.environmentLease.create({
+      data: { companyId: c, status: "destroyed", provider: "e2b" },
+    });
     const run = await insertRun(stack, { companyId: c, syncRef: { leaseId: lease.id } });
-    await stack.db.retainedWorkspaceRecovery.create({ data: { companyId: c, heartbeatRunId: run, status: "scheduled" } });
+    await stack.db.retainedWorkspaceRecovery.create({
+      data: { companyId: c, heartbeatRunId: run, status: "scheduled" },
+    });
     await makeFolder(stack, run);
     expect(reasonOf(await sweep(stack, c), run)).toBe("removed");
   });
@@ -73,33 +87,44 @@ describe("a folder is kept", () => {
     await writeFile(path.join(folder, "manifest.json"), "touched"); // newest file: now
     const report = await sweep(stack, c);
     expect(reasonOf(report, run)).toBe("folder_recently_modified");
-    const deadline = await stack.db.reclaimDeadline.findFirst({ where: { domain: "native-workspace-sync", companyId: c } });
+    const deadline = await stack.db.reclaimDeadline.findFirst({
+      where: { domain: "native-workspace-sync", companyId: c },
+    });
     const expected = Date.now() + 7 * 24 * 3600 * 1000;
     expect(Math.abs(deadline!.dueAt.getTime() - expected)).toBeLessThan(60_000);
   });
 
-  it.each(["queued", "scheduled_retry", "running"])("while the run is %s, and rechecks one window later", async (status) => {
-    const c = company();
-    const run = await insertRun(stack, { companyId: c, status, finishedDaysAgo: null });
-    await makeFolder(stack, run);
-    expect(reasonOf(await sweep(stack, c), run)).toBe("run_not_settled");
-    const deadline = await stack.db.reclaimDeadline.findFirst({ where: { domain: "native-workspace-sync", companyId: c } });
-    expect(deadline!.dueAt.getTime()).toBeGreaterThan(Date.now() + 6.9 * 24 * 3600 * 1000);
-  });
+  it.each(["queued", "scheduled_retry", "running"])(
+    "while the run is %s, and rechecks one window later",
+    async (status) => {
+      const c = company();
+      const run = await insertRun(stack, { companyId: c, status, finishedDaysAgo: null });
+      await makeFolder(stack, run);
+      expect(reasonOf(await sweep(stack, c), run)).toBe("run_not_settled");
+      const deadline = await stack.db.reclaimDeadline.findFirst({
+        where: { domain: "native-workspace-sync", companyId: c },
+      });
+      expect(deadline!.dueAt.getTime()).toBeGreaterThan(Date.now() + 6.9 * 24 * 3600 * 1000);
+    },
+  );
 
   it("while the run finished within the window, until finish + window", async () => {
     const c = company();
     const run = await insertRun(stack, { companyId: c, finishedDaysAgo: 2 });
     await makeFolder(stack, run);
     expect(reasonOf(await sweep(stack, c), run)).toBe("run_finished_within_window");
-    const deadline = await stack.db.reclaimDeadline.findFirst({ where: { domain: "native-workspace-sync", companyId: c } });
+    const deadline = await stack.db.reclaimDeadline.findFirst({
+      where: { domain: "native-workspace-sync", companyId: c },
+    });
     expect(Math.abs(deadline!.dueAt.getTime() - (Date.now() + 5 * 24 * 3600 * 1000))).toBeLessThan(60_000);
   });
 
   it("while a live controller lease of the run exists", async () => {
     const c = company();
     const run = await insertRun(stack, { companyId: c });
-    await stack.db.environmentLease.create({ data: { companyId: c, heartbeatRunId: run, status: "active", provider: "e2b" } });
+    await stack.db.environmentLease.create({
+      data: { companyId: c, heartbeatRunId: run, status: "active", provider: "e2b" },
+    });
     await makeFolder(stack, run);
     expect(reasonOf(await sweep(stack, c), run)).toBe("live_controller_lease");
   });
@@ -118,11 +143,16 @@ describe("a folder is kept", () => {
     ["a lease owner", { status: "committed", leaseOwner: "server-1" }],
     ["a scheduled retry", { status: "committed", scheduledRetryAt: new Date() }],
     ["status running", { status: "running" }],
-    ["terminal_failure with recovery state", { status: "terminal_failure", recoveryState: { step: "export" } }],
+    [
+      "terminal_failure with recovery state",
+      { status: "terminal_failure", recoveryState: { step: "export" } },
+    ],
   ])("while its finalization has %s", async (_label, finalization) => {
     const c = company();
     const run = await insertRun(stack, { companyId: c, syncRef: true });
-    await stack.db.nativeRunFinalization.create({ data: { companyId: c, heartbeatRunId: run, ...finalization } });
+    await stack.db.nativeRunFinalization.create({
+      data: { companyId: c, heartbeatRunId: run, ...finalization },
+    });
     await makeFolder(stack, run);
     expect(reasonOf(await sweep(stack, c), run)).toBe("finalization_unsettled");
   });
@@ -140,7 +170,9 @@ describe("a folder is kept", () => {
     const kept = await insertRun(stack, { companyId: c, syncRef: true });
     const freed = await insertRun(stack, { companyId: c, syncRef: true });
     await stack.db.nativeRunRecoveryAction.create({ data: { companyId: c, heartbeatRunId: kept } });
-    await stack.db.nativeRunRecoveryAction.create({ data: { companyId: c, heartbeatRunId: freed, ownerVerifiedAt: new Date() } });
+    await stack.db.nativeRunRecoveryAction.create({
+      data: { companyId: c, heartbeatRunId: freed, ownerVerifiedAt: new Date() },
+    });
     await makeFolder(stack, kept);
     await makeFolder(stack, freed);
     const report = await sweep(stack, c);
@@ -149,12 +181,17 @@ describe("a folder is kept", () => {
   });
 
   it.each([
-    ["nativeWorkspaceExportResume", { status: "released", metadata: { nativeWorkspaceExportResume: { at: "x" } } }],
+    [
+      "nativeWorkspaceExportResume",
+      { status: "released", metadata: { nativeWorkspaceExportResume: { at: "x" } } },
+    ],
     ["a cleanup in flight", { status: "pending_cleanup", cleanupStatus: "running" }],
   ])("while a lease of the run carries %s", async (_label, lease) => {
     const c = company();
     const run = await insertRun(stack, { companyId: c, syncRef: true });
-    await stack.db.environmentLease.create({ data: { companyId: c, heartbeatRunId: run, provider: "e2b", ...lease } });
+    await stack.db.environmentLease.create({
+      data: { companyId: c, heartbeatRunId: run, provider: "e2b", ...lease },
+    });
     await makeFolder(stack, run);
     expect(reasonOf(await sweep(stack, c), run)).toBe("lease_export_resume_or_cleanup");
   });
@@ -163,9 +200,13 @@ describe("a folder is kept", () => {
     "while a retained workspace recovery is %s and the referenced lease was not destroyed",
     async (status) => {
       const c = company();
-      const lease = await stack.db.environmentLease.create({ data: { companyId: c, status: "released", provider: "e2b" } });
+      const lease = await stack.db.environmentLease.create({
+        data: { companyId: c, status: "released", provider: "e2b" },
+      });
       const run = await insertRun(stack, { companyId: c, syncRef: { leaseId: lease.id } });
-      await stack.db.retainedWorkspaceRecovery.create({ data: { companyId: c, heartbeatRunId: run, status } });
+      await stack.db.retainedWorkspaceRecovery.create({
+        data: { companyId: c, heartbeatRunId: run, status },
+      });
       await makeFolder(stack, run);
       expect(reasonOf(await sweep(stack, c), run)).toBe("retained_recovery_pending");
     },
@@ -174,7 +215,9 @@ describe("a folder is kept", () => {
   it("while historical recovery adoption has pending work for the run", async () => {
     const c = company();
     const run = await insertRun(stack, { companyId: c, syncRef: true });
-    await stack.db.historicalRecoveryAdoption.create({ data: { companyId: c, heartbeatRunId: run, status: "pending" } });
+    await stack.db.historicalRecoveryAdoption.create({
+      data: { companyId: c, heartbeatRunId: run, status: "pending" },
+    });
     await makeFolder(stack, run);
     expect(reasonOf(await sweep(stack, c), run)).toBe("historical_adoption_pending");
   });
@@ -204,7 +247,9 @@ describe("a folder is kept", () => {
     await holder;
     expect(reasonOf(report, run)).toBe("finalization_lock_held");
     expect(existsSync(folder)).toBe(true);
-    const retry = await stack.db.reclaimDeadline.findFirst({ where: { domain: "native-workspace-sync", companyId: c, reason: "retry" } });
+    const retry = await stack.db.reclaimDeadline.findFirst({
+      where: { domain: "native-workspace-sync", companyId: c, reason: "retry" },
+    });
     expect(Math.abs(retry!.dueAt.getTime() - (Date.now() + 15 * 60_000))).toBeLessThan(60_000);
   });
 });
@@ -213,6 +258,7 @@ describe("a recorded process", () => {
   let child: ChildProcess;
   beforeAll(() => {
     child = spawn("sleep", ["300"], { detached: true, stdio: "ignore" });
+    child.unref();
   });
   afterAll(() => {
     child.kill("SIGKILL");
@@ -223,7 +269,11 @@ describe("a recorded process", () => {
     const run = await insertRun(stack, {
       companyId: c,
       status: "failed",
-      process: { pid: child.pid!, processGroupId: child.pid!, startedAt: hostProcessProbe.startTime(child.pid!) },
+      process: {
+        pid: child.pid!,
+        processGroupId: child.pid!,
+        startedAt: hostProcessProbe.startTime(child.pid!),
+      },
     });
     await makeFolder(stack, run);
     expect(reasonOf(await sweep(stack, c), run)).toBe("run_process_live");
@@ -247,7 +297,9 @@ describe("a recorded process", () => {
       status: "failed",
       process: { pid: child.pid!, startedAt: hostProcessProbe.startTime(child.pid!) },
     });
-    await stack.db.environmentLease.create({ data: { companyId: c, heartbeatRunId: run, status: "released", provider: "e2b" } });
+    await stack.db.environmentLease.create({
+      data: { companyId: c, heartbeatRunId: run, status: "released", provider: "e2b" },
+    });
     await makeFolder(stack, run);
     expect(reasonOf(await sweep(stack, c), run)).toBe("removed");
   });
@@ -259,7 +311,9 @@ describe("a recorded process", () => {
       status: "failed",
       process: { pid: child.pid!, startedAt: hostProcessProbe.startTime(child.pid!) },
     });
-    await stack.db.environmentLease.create({ data: { companyId: c, heartbeatRunId: run, status: "released", provider: "local" } });
+    await stack.db.environmentLease.create({
+      data: { companyId: c, heartbeatRunId: run, status: "released", provider: "local" },
+    });
     await makeFolder(stack, run);
     expect(reasonOf(await sweep(stack, c), run)).toBe("run_process_live");
   });

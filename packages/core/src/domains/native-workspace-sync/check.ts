@@ -155,10 +155,9 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     }
     ctx.report.candidate(id, bytes, { companyId, reason: verdict.because });
     if (ctx.dryRun) continue;
+    let to: string;
     try {
-      const to = await retire(folder.path, ".expired", folder.identity ?? undefined);
-      retired.push({ rel: id, path: to, companyId });
-      await ctx.faults.hit("native-workspace-sync.after-rename");
+      to = await retire(folder.path, ".expired", folder.identity ?? undefined);
     } catch (error) {
       if (!(error instanceof RetireRefused)) {
         ctx.report.failed(id, "rename_failed", { companyId });
@@ -166,12 +165,19 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
       } else if (error.reason !== "missing") {
         ctx.report.skip(id, error.reason, { companyId });
       }
+      continue;
     }
+    retired.push({ rel: id, path: to, companyId });
+    await ctx.faults.hit("native-workspace-sync.after-rename");
   }
 
   const stoppedEarly = examined < prepared.folders.length;
   if (stoppedEarly || prepared.more) {
-    await ctx.writeCursor("folders", prepared.folders[examined - 1]?.name ?? (await ctx.readCursor("folders")), tx);
+    await ctx.writeCursor(
+      "folders",
+      prepared.folders[examined - 1]?.name ?? (await ctx.readCursor("folders")),
+      tx,
+    );
     ctx.deadlines.at("continue", ctx.startedAt);
   } else {
     await ctx.writeCursor("folders", null, tx);
@@ -182,13 +188,16 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
 export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
   for (const item of applied.retired) {
     await ctx.faults.hit("native-workspace-sync.before-delete");
+    let bytes: number;
     try {
-      ctx.report.removedEntry(item.rel, await removeRetired(item.path), { companyId: item.companyId });
+      bytes = await removeRetired(item.path);
     } catch {
       // The `.expired-*` name stays; the next batch's leftover pass finishes it.
       ctx.report.failed(item.rel, "delete_failed", { companyId: item.companyId });
       ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+      continue;
     }
+    ctx.report.removedEntry(item.rel, bytes, { companyId: item.companyId });
   }
   if (ctx.report.candidates > 0) {
     ctx.log.info("native workspace sync folders", {

@@ -14,6 +14,9 @@ export async function runOwners(db: Db | Tx, runIds: string[]): Promise<Map<stri
 
 export async function runStates(tx: Tx, runIds: string[]): Promise<Map<string, RunState>> {
   if (runIds.length === 0) return new Map();
-  const rows = await tx.$queryRawUnsafe<RunState[]>(sqlFile(__dirname, "run-state.sql"), JSON.stringify(runIds));
+  const rows = await tx.$queryRawUnsafe<RunState[]>(
+    sqlFile(__dirname, "run-state.sql"),
+    JSON.stringify(runIds),
+  );
   return new Map(rows.map((r) => [r.id, r]));
 }

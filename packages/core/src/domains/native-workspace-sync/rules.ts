@@ -74,17 +74,26 @@ export function judgeFolder(folder: FolderFacts, run: RunState | null, judge: Ju
     recheckAt: new Date(at),
   });
 
-  if (folder.newestMtimeMs > cutoff) return keep("folder_recently_modified", folder.newestMtimeMs + judge.windowMs);
+  if (folder.newestMtimeMs > cutoff) {
+    // Look again when both clocks have run out, not just the folder's.
+    const finished = run?.finished_at && SETTLED_STATUSES.has(run.status) ? run.finished_at.getTime() : 0;
+    return keep("folder_recently_modified", Math.max(folder.newestMtimeMs, finished) + judge.windowMs);
+  }
   if (run === null) return { remove: true, because: "no_run" };
 
   if (!SETTLED_STATUSES.has(run.status)) return keep("run_not_settled");
   if (run.finished_at === null) return keep("run_finish_unknown");
-  if (run.finished_at.getTime() > cutoff) return keep("run_finished_within_window", run.finished_at.getTime() + judge.windowMs);
+  if (run.finished_at.getTime() > cutoff)
+    return keep("run_finished_within_window", run.finished_at.getTime() + judge.windowMs);
   // A recorded process only counts where it can be the run's own: a local lease or none.
   const processCouldBeLocal = run.has_local_lease || !run.has_lease;
   if (
     processCouldBeLocal &&
-    judge.isLive({ pid: run.process_pid, processGroupId: run.process_group_id, startedAt: run.process_started_at })
+    judge.isLive({
+      pid: run.process_pid,
+      processGroupId: run.process_group_id,
+      startedAt: run.process_started_at,
+    })
   ) {
     return keep("run_process_live");
   }
@@ -97,7 +106,8 @@ export function judgeFolder(folder: FolderFacts, run: RunState | null, judge: Ju
   if (run.export_active) return keep("workspace_export_active");
   if (run.unverified_recovery) return keep("recovery_action_unverified");
   if (run.lease_resume_or_cleanup) return keep("lease_export_resume_or_cleanup");
-  if (!run.referenced_lease_destroyed && run.retained_recovery_pending) return keep("retained_recovery_pending");
+  if (!run.referenced_lease_destroyed && run.retained_recovery_pending)
+    return keep("retained_recovery_pending");
   if (run.adoption_pending) return keep("historical_adoption_pending");
   return { remove: true, because: "nothing_reads_it" };
 }

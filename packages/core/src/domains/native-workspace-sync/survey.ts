@@ -6,7 +6,15 @@
  */
 import { readdir } from "node:fs/promises";
 import path from "node:path";
-import { entryKind, identityOf, treeStats, UUID_NAME, type EntryKind, type Identity, type TreeStats } from "../../fs";
+import {
+  entryKind,
+  identityOf,
+  treeStats,
+  UUID_NAME,
+  type EntryKind,
+  type Identity,
+  type TreeStats,
+} from "../../fs";
 
 export interface FolderSurvey {
   name: string;

@@ -1,0 +1,288 @@
+/**
+ * Native workspace sync folders: when retention runs (start-up discovery, folder created,
+ * real deadlines), crash recovery of the rename-then-delete protocol, batch limits with
+ * their continuation cursors, the env controls and the log line.
+ */
+import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdir, readdir, symlink } from "node:fs/promises";
+import path from "node:path";
+import { createLogger, FaultPoints, InjectedFault, readConfigOf, type BatchReport } from "@reclaim/core";
+import { startStack, type Stack } from "@reclaim/testkit";
+import {
+  DOMAIN,
+  insertRun,
+  makeFolder,
+  sweep,
+  syncRoot,
+} from "@reclaim/testkit/src/fixtures/native-workspace-sync";
+
+const DAY = 24 * 3600 * 1000;
+
+async function expiredLeftovers(stack: Stack): Promise<string[]> {
+  return (await readdir(syncRoot(stack)).catch(() => [])).filter((n) => n.startsWith(".expired-"));
+}
+
+describe("start-up", () => {
+  let stack: Stack;
+  afterEach(async () => stack?.stop());
+
+  it("discovers every company with folders and runs its check; orphans are removed by the instance job", async () => {
+    const a = randomUUID();
+    const b = randomUUID();
+    const runs: string[] = [];
+    const orphan = randomUUID();
+    stack = await startStack({
+      seed: async (ctx) => {
+        for (const company of [a, b]) {
+          const run = await insertRun(ctx, { companyId: company });
+          await makeFolder(ctx, run);
+          runs.push(run);
+        }
+        await makeFolder(ctx, orphan);
+      },
+    });
+    const reports = await stack.waitForReports(DOMAIN, (r) => r.filter((x) => x.removed > 0).length >= 3);
+    const byScope = new Map(reports.filter((r) => r.removed > 0).map((r) => [r.companyId, r]));
+    expect([...byScope.keys()].sort()).toEqual([a, b, null].sort());
+    for (const run of [...runs, orphan]) expect(existsSync(path.join(syncRoot(stack), run))).toBe(false);
+  });
+
+  it("with no folders, schedules nothing after the start-up check", async () => {
+    stack = await startStack();
+    await stack.waitForReports(DOMAIN, (r) => r.length >= 1);
+    await stack.idle();
+    expect(await stack.db.reclaimDeadline.count()).toBe(0);
+    const counts = await stack.scheduler.deps.queues.queue(DOMAIN).getJobCounts("delayed", "waiting");
+    expect(counts).toEqual({ delayed: 0, waiting: 0 });
+  });
+});
+
+describe("deadlines", () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack();
+  });
+  afterAll(async () => stack?.stop());
+
+  it("wake when a run creates its folder, and a kept folder is rechecked one window later", async () => {
+    const company = randomUUID();
+    const run = await insertRun(stack, { companyId: company, status: "running", finishedDaysAgo: null });
+    await makeFolder(stack, run, 0);
+    const accepted = await stack.api("POST", "/v1/events", {
+      events: [{ type: "native_workspace_sync.folder_created", companyId: company, runId: run }],
+    });
+    expect(accepted.status).toBe(202);
+    const [report] = await stack.waitForReports(DOMAIN, (r) => r.some((x) => x.companyId === company));
+    expect(report!.entries).toEqual([
+      expect.objectContaining({ outcome: "skipped", reason: "folder_recently_modified" }),
+    ]);
+    const deadlines = await stack.api("GET", `/v1/deadlines?domain=${DOMAIN}`);
+    const mine = deadlines.body.deadlines.filter((d: { companyId: string }) => d.companyId === company);
+    expect(mine).toHaveLength(1);
+    expect(Math.abs(Date.parse(mine[0].dueAt) - (Date.now() + 7 * DAY))).toBeLessThan(60_000);
+    const job = await stack.scheduler.deps.queues.queue(DOMAIN).getJob(`${DOMAIN}--${company}`);
+    expect(await job!.getState()).toBe("delayed");
+  });
+
+  it("of a settled run come from its finish plus the window, or its newest file if later", async () => {
+    const company = randomUUID();
+    const run = await insertRun(stack, { companyId: company, finishedDaysAgo: 3 });
+    await makeFolder(stack, run, 5);
+    await stack.api("POST", "/v1/events", {
+      events: [{ type: "native_workspace_sync.folder_created", companyId: company, runId: run }],
+    });
+    await stack.waitForReports(DOMAIN, (r) => r.some((x) => x.companyId === company));
+    const row = await stack.db.reclaimDeadline.findFirst({ where: { companyId: company } });
+    expect(Math.abs(row!.dueAt.getTime() - (Date.now() + 4 * DAY))).toBeLessThan(60_000);
+  });
+});
+
+describe("crash recovery", () => {
+  let stack: Stack;
+  beforeEach(async () => {
+    stack = await startStack({ worker: false });
+    // Let the start-up check finish first, so only the sweep below meets the fault.
+    const plain = await stack.startWorker();
+    await stack.waitForReports(DOMAIN, (r) => r.length >= 1);
+    await stack.idle();
+    await plain.stop();
+  });
+  afterEach(async () => stack?.stop());
+
+  it.each(["native-workspace-sync.after-rename", "native-workspace-sync.before-delete"])(
+    "a batch that dies at %s leaves only an .expired-<UUID> leftover, which the next batch deletes",
+    async (point) => {
+      const company = randomUUID();
+      const run = await insertRun(stack, { companyId: company });
+      const folder = await makeFolder(stack, run);
+      const crashing = await stack.startWorker({
+        faults: FaultPoints.of({
+          [point]: () => {
+            const fault = new InjectedFault(point) as InjectedFault & { permanent: boolean };
+            fault.permanent = true; // no BullMQ retry: the next batch must finish the work
+            throw fault;
+          },
+        }),
+      });
+      const crashed = await sweep(stack, company);
+      expect(crashed.error).toContain(point);
+      await crashing.stop();
+      expect(existsSync(folder)).toBe(false);
+      const leftovers = await expiredLeftovers(stack);
+      expect(leftovers).toHaveLength(1);
+      expect(leftovers[0]).toMatch(/^\.expired-[0-9a-f-]{36}$/);
+
+      await stack.startWorker();
+      const finished = await sweep(stack, company);
+      expect(finished.entries).toContainEqual(
+        expect.objectContaining({
+          id: `native-workspace-sync/${leftovers[0]}`,
+          outcome: "removed",
+          reason: "interrupted_deletion",
+        }),
+      );
+      expect(await expiredLeftovers(stack)).toEqual([]);
+    },
+  );
+});
+
+describe("batch limits", () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack();
+  });
+  afterAll(async () => stack?.stop());
+
+  it("remove at most 50 folders per batch and continue from where the previous batch stopped", async () => {
+    const company = randomUUID();
+    for (let i = 0; i < 120; i++)
+      await makeFolder(stack, await insertRun(stack, { companyId: company }), 10, 4096);
+    const first = await sweep(stack, company);
+    expect(first).toMatchObject({ checked: 50, removed: 50 });
+    expect(first.nextCursor).not.toBeNull();
+    const second = await sweep(stack, company, { cursor: first.nextCursor });
+    expect(second).toMatchObject({ checked: 50, removed: 50 });
+    const third = await sweep(stack, company, { cursor: second.nextCursor });
+    expect(third).toMatchObject({ checked: 20, removed: 20, nextCursor: null });
+  });
+
+  it("check at most 200 folders per batch", async () => {
+    const company = randomUUID();
+    for (let i = 0; i < 230; i++)
+      await makeFolder(stack, await insertRun(stack, { companyId: company, finishedDaysAgo: 1 }), 10, 0);
+    const first = await sweep(stack, company);
+    expect(first).toMatchObject({ checked: 200, removed: 0 });
+    const second = await sweep(stack, company, { cursor: first.nextCursor });
+    expect(second).toMatchObject({ checked: 30, nextCursor: null });
+  });
+
+  it("deadline jobs chain through a full batch at once, with their own cursor", async () => {
+    const company = randomUUID();
+    for (let i = 0; i < 70; i++)
+      await makeFolder(stack, await insertRun(stack, { companyId: company }), 10, 0);
+    await stack.api("POST", "/v1/events", {
+      events: [{ type: "native_workspace_sync.folder_created", companyId: company, runId: randomUUID() }],
+    });
+    const reports = await stack.waitForReports(
+      DOMAIN,
+      (r) => r.filter((x) => x.companyId === company).reduce((n, x) => n + x.removed, 0) >= 70,
+    );
+    const mine = reports.filter((r) => r.companyId === company).reverse();
+    expect(mine.map((r) => r.removed)).toEqual([50, 20]);
+    expect(await stack.db.reclaimCursor.count({ where: { companyId: company } })).toBe(0);
+  });
+
+  it("try at most 50 leftovers per batch, and one that cannot be deleted does not block the others", async () => {
+    await mkdir(syncRoot(stack), { recursive: true });
+    const stuck = `.expired-${randomUUID().replace(/^./, "0")}`;
+    await symlink(stack.instanceRoot, path.join(syncRoot(stack), stuck)); // never followed or removed
+    for (let i = 0; i < 60; i++) await mkdir(path.join(syncRoot(stack), `.expired-${randomUUID()}`));
+    const company = randomUUID();
+    const first = await sweep(stack, company);
+    const tried = (r: BatchReport) =>
+      (r.entries ?? []).filter(
+        (e) => e.reason === "interrupted_deletion" || e.reason === "leftover_delete_failed",
+      );
+    expect(tried(first)).toHaveLength(50);
+    const second = await sweep(stack, company, { cursor: first.nextCursor });
+    expect(tried(second)).toHaveLength(11);
+    expect(await expiredLeftovers(stack)).toEqual([stuck]);
+    expect(existsSync(path.join(stack.instanceRoot, "native-workspace-sync"))).toBe(true);
+  });
+});
+
+describe("controls", () => {
+  let stack: Stack;
+  afterEach(async () => stack?.stop());
+
+  it("ENABLED=false stops removing folders: no worker serves the domain and sweeps are refused", async () => {
+    stack = await startStack({ env: { PAPERCLIP_NATIVE_WORKSPACE_SYNC_RETENTION_ENABLED: "false" } });
+    expect(stack.worker!.domains).not.toContain(DOMAIN);
+    const refused = await stack.api("POST", "/v1/sweeps", { domain: DOMAIN, companyId: randomUUID() });
+    expect(refused.status).toBe(409);
+    expect(refused.body).toMatchObject({ error: "RECLAIM_ERR_DOMAIN_DISABLED", field: "domain" });
+    const events = await stack.api("POST", "/v1/events", {
+      events: [
+        { type: "native_workspace_sync.folder_created", companyId: randomUUID(), runId: randomUUID() },
+      ],
+    });
+    expect(events.body.deadlines).toBe(0);
+    expect(await stack.db.reclaimDeadline.count()).toBe(0);
+  });
+
+  it("DRY_RUN=true reports candidates without removing folders", async () => {
+    stack = await startStack({ env: { PAPERCLIP_NATIVE_WORKSPACE_SYNC_RETENTION_DRY_RUN: "true" } });
+    const company = randomUUID();
+    const folder = await makeFolder(stack, await insertRun(stack, { companyId: company }));
+    const report = await sweep(stack, company);
+    expect(report).toMatchObject({ dryRun: true, candidates: 1, removed: 0 });
+    expect(existsSync(folder)).toBe(true);
+  });
+
+  it("DAYS sets the window", async () => {
+    stack = await startStack({ env: { PAPERCLIP_NATIVE_WORKSPACE_SYNC_RETENTION_DAYS: "2" } });
+    const company = randomUUID();
+    const run = await insertRun(stack, { companyId: company, finishedDaysAgo: 3 });
+    await makeFolder(stack, run, 3);
+    expect(await sweep(stack, company)).toMatchObject({ removed: 1 });
+  });
+
+  it("DAYS below 1 is refused at start with the variable named", () => {
+    expect(() => readConfigOf(DOMAIN, { PAPERCLIP_NATIVE_WORKSPACE_SYNC_RETENTION_DAYS: "0" })).toThrow(
+      "PAPERCLIP_NATIVE_WORKSPACE_SYNC_RETENTION_DAYS: must be at least 1 (got 0)",
+    );
+    expect(() =>
+      readConfigOf(DOMAIN, { PAPERCLIP_NATIVE_WORKSPACE_SYNC_RETENTION_DRY_RUN: "maybe" }),
+    ).toThrow('PAPERCLIP_NATIVE_WORKSPACE_SYNC_RETENTION_DRY_RUN: must be true or false (got "maybe")');
+  });
+});
+
+describe("logs", () => {
+  it("each batch that finds candidates logs them with candidate and reclaimed allocated bytes and skip reasons", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const stack = await startStack({ log: createLogger("info", {}, (line) => lines.push(JSON.parse(line))) });
+    try {
+      const company = randomUUID();
+      const gone = await insertRun(stack, { companyId: company });
+      await makeFolder(stack, gone);
+      await makeFolder(
+        stack,
+        await insertRun(stack, { companyId: company, status: "running", finishedDaysAgo: null }),
+      );
+      await sweep(stack, company);
+      const line = lines.find(
+        (l) => l.event === "native_workspace_sync.retention" && l.companyId === company,
+      );
+      expect(line).toMatchObject({
+        candidates: [`native-workspace-sync/${gone}`],
+        candidateBytes: expect.any(Number),
+        reclaimedBytes: expect.any(Number),
+        skipped: { run_not_settled: 1 },
+      });
+      expect(line!.reclaimedBytes).toBe(line!.candidateBytes);
+    } finally {
+      await stack.stop();
+    }
+  });
+});
