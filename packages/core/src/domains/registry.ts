@@ -4,9 +4,10 @@
  */
 import type { DomainId } from "./ids";
 import { nativeWorkspaceSync } from "./native-workspace-sync";
+import { restorePointRetention } from "./restore-point-retention";
 import type { AnyDomain, DomainControls } from "./types";
 
-export const IMPLEMENTED_DOMAINS: readonly AnyDomain[] = [nativeWorkspaceSync];
+export const IMPLEMENTED_DOMAINS: readonly AnyDomain[] = [nativeWorkspaceSync, restorePointRetention];
 
 export const domainRegistry: ReadonlyMap<DomainId, AnyDomain> = new Map(
   IMPLEMENTED_DOMAINS.map((d) => [d.id, d]),
