@@ -21,6 +21,7 @@ import { jobCancelRoute } from "./routes/job-cancel";
 import { metricsRoute } from "./routes/metrics";
 import { readyRoute } from "./routes/ready";
 import { reportsRoute } from "./routes/reports";
+import { restorePointRoutes } from "./routes/restore-points";
 import type { Route } from "./routes/route";
 import { sweepsRoute } from "./routes/sweeps";
 import { parseInput } from "./validation";
@@ -66,6 +67,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     reportsRoute,
     deadlinesRoute,
     domainsRoute,
+    ...restorePointRoutes,
     metricsRoute(new Metrics(deps)),
     docsRoute(document),
   ) as unknown;
