@@ -66,8 +66,6 @@ IF to_regclass('public.execution_workspace_restore_points') IS NULL THEN
   CREATE INDEX "execution_workspace_restore_points_source_issue_id_status_idx" ON "execution_workspace_restore_points"("source_issue_id", "status");
   CREATE INDEX "execution_workspace_restore_points_company_id_execution_wor_idx" ON "execution_workspace_restore_points"("company_id", "execution_workspace_id", "created_at" DESC);
   CREATE INDEX "execution_workspace_restore_points_company_id_status_delete_idx" ON "execution_workspace_restore_points"("company_id", "status", "delete_after");
-  CREATE INDEX "execution_workspace_restore_points_company_id_status_retry__idx" ON "execution_workspace_restore_points"("company_id", "status", "retry_at");
-  CREATE INDEX "execution_workspace_restore_points_company_id_status_create_idx" ON "execution_workspace_restore_points"("company_id", "status", "created_at");
 END IF;
 END $$;
 

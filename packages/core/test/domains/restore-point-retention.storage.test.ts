@@ -35,15 +35,17 @@ import {
   type TcpProxy,
 } from "@reclaim/testkit/src/fixtures/restore-points";
 
-let bucket: TestBucket;
-beforeAll(async () => {
-  bucket = await createTestBucket();
-});
+// Created on first use, so the local_disk suite runs even when no S3 server could start.
+let bucket: TestBucket | undefined;
+async function testBucket(): Promise<TestBucket> {
+  bucket ??= await createTestBucket();
+  return bucket;
+}
 afterAll(async () => bucket?.remove());
 
 const PREFIX = "reclaim-restore-points/";
 
-function s3Options(endpoint: string): S3Options {
+function s3Options(bucket: TestBucket, endpoint: string): S3Options {
   return {
     bucket: bucket.name,
     endpoint,
@@ -55,7 +57,7 @@ function s3Options(endpoint: string): S3Options {
   };
 }
 
-function s3Env(endpoint: string): Record<string, string> {
+function s3Env(bucket: TestBucket, endpoint: string): Record<string, string> {
   return {
     PAPERCLIP_STORAGE_PROVIDER: "s3",
     PAPERCLIP_STORAGE_S3_BUCKET: bucket.name,
@@ -70,21 +72,27 @@ function s3Env(endpoint: string): Record<string, string> {
 
 interface ProviderCase {
   name: string;
-  env: () => Record<string, string>;
+  env: () => Promise<Record<string, string>>;
   /** The test's own view of the same storage, independent of Reclaim's. */
-  direct: (stack: Stack) => StorageProvider;
+  direct: (stack: Stack) => Promise<StorageProvider>;
 }
 
 const cases: ProviderCase[] = [
   {
     name: "local_disk",
-    env: () => ({}),
-    direct: (stack) => createLocalDiskProvider({ baseDir: path.join(stack.instanceRoot, "data", "storage") }),
+    env: async () => ({}),
+    direct: async (stack) => createLocalDiskProvider({ baseDir: path.join(stack.instanceRoot, "data", "storage") }),
   },
   {
     name: "s3 (Ceph RGW)",
-    env: () => s3Env(bucket.server.endpoint),
-    direct: () => createS3Provider(s3Options(bucket.server.endpoint)),
+    env: async () => {
+      const b = await testBucket();
+      return s3Env(b, b.server.endpoint);
+    },
+    direct: async () => {
+      const b = await testBucket();
+      return createS3Provider(s3Options(b, b.server.endpoint));
+    },
   },
 ];
 
@@ -92,8 +100,8 @@ describe.each(cases)("with $name storage", (provider) => {
   let stack: Stack;
   let storage: StorageProvider;
   beforeAll(async () => {
-    stack = await startStack({ env: provider.env() });
-    storage = provider.direct(stack);
+    stack = await startStack({ env: await provider.env() });
+    storage = await provider.direct(stack);
   });
   afterAll(async () => stack?.stop());
 
@@ -153,16 +161,17 @@ describe("an S3 outage that recovers", () => {
   let hook: HookServer;
   let storage: StorageProvider;
   beforeAll(async () => {
-    proxy = await startTcpProxy(bucket.server.endpoint);
+    const b = await testBucket();
+    proxy = await startTcpProxy(b.server.endpoint);
     hook = await startHookServer(TEST_TOKEN);
     stack = await startStack({
       env: {
-        ...s3Env(proxy.endpoint),
+        ...s3Env(b, proxy.endpoint),
         RECLAIM_RESTORE_POINT_EXPIRY_HOOK_URL: hook.url,
         RECLAIM_RESTORE_POINT_SETTLE_MS: "600000",
       },
     });
-    storage = createS3Provider(s3Options(bucket.server.endpoint));
+    storage = createS3Provider(s3Options(b, b.server.endpoint));
   });
   afterAll(async () => {
     await stack?.stop();
