@@ -8,6 +8,7 @@
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";
+import { FaultPoints, InjectedFault } from "@reclaim/core";
 import {
   createLocalDiskProvider,
   createS3Provider,
@@ -243,5 +244,37 @@ describe("an S3 outage that recovers", () => {
     expect(done).toMatchObject({ lastError: null, retryAt: null });
     await stack.idle();
     expect(await deadlinesOf(stack, company)).toEqual(new Map());
+  });
+});
+
+describe("a batch that dies between the storage delete and the ledger update", () => {
+  let stack: Stack;
+  afterAll(async () => stack?.stop());
+
+  it("leaves the row unmarked; the retried batch deletes again and marks it deleted", async () => {
+    stack = await startStack({ worker: false });
+    const storage = createLocalDiskProvider({ baseDir: path.join(stack.instanceRoot, "data", "storage") });
+    const company = randomUUID();
+    const point = await storedRestorePoint(stack, storage, {
+      companyId: company,
+      sourceIssueId: randomUUID(),
+      status: "superseded",
+    });
+    const atFault: { status: string; object: string }[] = [];
+    await stack.startWorker({
+      faults: FaultPoints.of({
+        "restore-point-retention.after-delete": async () => {
+          atFault.push({ status: (await restorePointRow(stack, point.id)).status, object: await objectState(storage, point.storageKey) });
+          if (atFault.length === 1) throw new InjectedFault("restore-point-retention.after-delete");
+        },
+      }),
+    });
+    await stack.api("POST", "/v1/events", { events: [{ type: "issue.deleted", companyId: company, issueId: randomUUID() }] });
+    await waitFor(async () => (await restorePointRow(stack, point.id)).status === "deleted", { what: "the retried deletion" });
+    // The object was gone before the first attempt died, and the row was not yet marked.
+    expect(atFault).toEqual([
+      { status: "superseded", object: "absent" },
+      { status: "superseded", object: "absent" },
+    ]);
   });
 });

@@ -176,22 +176,33 @@ async function runHooks(ctx: Ctx, rows: DueRow[], out: Outcomes): Promise<void> 
   }
 }
 
-async function deleteObjects(ctx: Ctx, rows: DueRow[], out: Outcomes): Promise<void> {
+/** Deletes one row's payload and key header; resolves with the failure, or null once the provider confirmed both gone. */
+async function deleteObject(ctx: Ctx, row: DueRow): Promise<string | null> {
   const storage = storageFor(ctx.config.storage);
+  // Deleting through another provider would "confirm" the absence of an object that lives
+  // elsewhere: such a row waits until the configuration matches it again.
+  if (row.storage_provider !== storage.kind) {
+    return `stored with ${row.storage_provider}, but storage is configured as ${storage.kind}`;
+  }
+  try {
+    await deleteSealed(storage, StorageKey.parse(row.storage_key));
+    return null;
+  } catch (error) {
+    return describeError(error);
+  }
+}
+
+async function deleteObjects(ctx: Ctx, rows: DueRow[], out: Outcomes): Promise<void> {
   for (const row of rows) {
     if (ctx.signal.aborted) return;
-    try {
-      // Deleting through another provider would "confirm" the absence of an object that
-      // lives elsewhere: such a row waits until the configuration matches it again.
-      if (row.storage_provider !== storage.kind) {
-        throw new Error(`stored with ${row.storage_provider}, but storage is configured as ${storage.kind}`);
-      }
-      // Resolves only once the provider confirms payload and key header are gone.
-      await deleteSealed(storage, StorageKey.parse(row.storage_key));
+    const failure = await deleteObject(ctx, row);
+    if (failure === null) {
+      // Gone from storage, not yet marked: a crash here leaves the row for the next batch,
+      // which deletes again (idempotent) and marks it.
       await ctx.faults.hit("restore-point-retention.after-delete");
       out.deleted.push(row);
-    } catch (error) {
-      out.deleteFailures.push({ id: row.id, error: `storage delete failed: ${describeError(error)}` });
+    } else {
+      out.deleteFailures.push({ id: row.id, error: `storage delete failed: ${failure}` });
       ctx.report.failed(entryId(row), "storage_delete_failed", { companyId: row.company_id });
     }
   }
