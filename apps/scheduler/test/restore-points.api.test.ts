@@ -4,7 +4,7 @@
  * workspace. Real scheduler, real PostgreSQL, real local_disk storage, real sealing.
  */
 import { randomUUID } from "node:crypto";
-import { createLocalDiskProvider, StorageKey, type StorageProvider } from "@reclaim/shared";
+import { createLocalDiskProvider, StorageKey, type SealedObject, type StorageProvider } from "@reclaim/shared";
 import { startStack, type Stack } from "@reclaim/testkit";
 import {
   deadlinesOf,
@@ -47,17 +47,23 @@ async function register(w: World, extra: Record<string, unknown> = {}) {
   });
 }
 
+/** POST .../activate with what the sealing returned, `change`d where a test lies about it. */
+async function activate(w: World, id: string, sealed: SealedObject, change: Partial<Record<string, unknown>> = {}) {
+  return stack.api("POST", `/v1/companies/${w.company}/restore-points/${id}/activate`, {
+    sha256: sealed.sha256,
+    byteSize: sealed.byteSize,
+    formatVersion: sealed.formatVersion,
+    keyFingerprint: sealed.keyFingerprint,
+    ...change,
+  });
+}
+
 /** Registers, seals a real object into the returned key and activates it. */
 async function activeRestorePoint(w: World) {
   const registered = await register(w);
   const { id, storageKey } = registered.body.restorePoint;
   const sealed = await sealObject(storage, StorageKey.parse(storageKey));
-  const activated = await stack.api("POST", `/v1/companies/${w.company}/restore-points/${id}/activate`, {
-    sha256: sealed.sha256,
-    byteSize: sealed.byteSize,
-    formatVersion: sealed.formatVersion,
-    keyFingerprint: sealed.keyFingerprint,
-  });
+  const activated = await activate(w, id, sealed);
   expect(activated.status).toBe(200);
   return { id, storageKey, sealed };
 }
@@ -152,12 +158,7 @@ describe("activate", () => {
     const w = await world();
     const { id, storageKey } = (await register(w)).body.restorePoint;
     const sealed = await sealObject(storage, StorageKey.parse(storageKey));
-    const response = await stack.api("POST", `/v1/companies/${w.company}/restore-points/${id}/activate`, {
-      sha256: "f".repeat(64),
-      byteSize: sealed.byteSize,
-      formatVersion: 1,
-      keyFingerprint: sealed.keyFingerprint,
-    });
+    const response = await activate(w, id, sealed, { sha256: "f".repeat(64) });
     expect(response.status).toBe(422);
     expect(response.body).toMatchObject({ error: "RECLAIM_ERR_RESTORE_POINT_UNVERIFIED", field: "sha256" });
     expect((await restorePointRow(stack, id)).status).toBe("pending");
@@ -167,22 +168,12 @@ describe("activate", () => {
     const w = await world();
     const first = (await register(w)).body.restorePoint;
     const sealed = await sealObject(storage, StorageKey.parse(first.storageKey));
-    const wrongSize = await stack.api("POST", `/v1/companies/${w.company}/restore-points/${first.id}/activate`, {
-      sha256: sealed.sha256,
-      byteSize: sealed.byteSize + 1,
-      formatVersion: 1,
-      keyFingerprint: sealed.keyFingerprint,
-    });
+    const wrongSize = await activate(w, first.id, sealed, { byteSize: sealed.byteSize + 1 });
     expect(wrongSize.status).toBe(422);
     expect(wrongSize.body.field).toBe("byteSize");
 
     const second = (await register(w, { generation: 2 })).body.restorePoint;
-    const missing = await stack.api("POST", `/v1/companies/${w.company}/restore-points/${second.id}/activate`, {
-      sha256: sealed.sha256,
-      byteSize: sealed.byteSize,
-      formatVersion: 1,
-      keyFingerprint: sealed.keyFingerprint,
-    });
+    const missing = await activate(w, second.id, sealed);
     expect(missing.status).toBe(422);
     expect(missing.body.field).toBe("storageKey");
   });
@@ -193,12 +184,7 @@ describe("activate", () => {
     const key = StorageKey.parse(point.storageKey);
     const sealed = await sealObject(storage, key);
     await storage.delete(key.withSuffix(".seal-header"));
-    const response = await stack.api("POST", `/v1/companies/${w.company}/restore-points/${point.id}/activate`, {
-      sha256: sealed.sha256,
-      byteSize: sealed.byteSize,
-      formatVersion: 1,
-      keyFingerprint: sealed.keyFingerprint,
-    });
+    const response = await activate(w, point.id, sealed);
     expect(response.status).toBe(422);
     expect(response.body.field).toBe("storageKey");
   });
@@ -206,16 +192,10 @@ describe("activate", () => {
   it("is idempotent for the same object, and 409 once the row is no longer pending", async () => {
     const w = await world();
     const { id, sealed } = await activeRestorePoint(w);
-    const body = {
-      sha256: sealed.sha256,
-      byteSize: sealed.byteSize,
-      formatVersion: sealed.formatVersion,
-      keyFingerprint: sealed.keyFingerprint,
-    };
-    const again = await stack.api("POST", `/v1/companies/${w.company}/restore-points/${id}/activate`, body);
+    const again = await activate(w, id, sealed);
     expect(again.status).toBe(200);
     await stack.api("POST", `/v1/companies/${w.company}/restore-points/${id}/supersede`);
-    const late = await stack.api("POST", `/v1/companies/${w.company}/restore-points/${id}/activate`, body);
+    const late = await activate(w, id, sealed);
     expect(late.status).toBe(409);
     expect(late.body.error).toBe("RECLAIM_ERR_RESTORE_POINT_STATE");
   });
