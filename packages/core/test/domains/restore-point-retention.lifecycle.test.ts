@@ -205,4 +205,24 @@ describe("wake-ups", () => {
     const rows = await stack.db.executionWorkspaceRestorePoint.count({ where: { id: { in: ids }, status: "deleted" } });
     expect(rows).toBe(120);
   });
+
+  it("the scheduler listens again after losing its connection, and finds what was marked meanwhile", async () => {
+    const listening = async () =>
+      (
+        await stack.db.$queryRawUnsafe<{ pid: number }[]>(
+          "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN reclaim_restore_points'",
+        )
+      ).map((r) => r.pid);
+    const [pid] = await listening();
+    expect(pid).toBeDefined();
+    await stack.db.$queryRawUnsafe("SELECT pg_terminate_backend($1::int)", pid);
+    // Marked while nobody listens: the notification is lost, the row is not.
+    const company = randomUUID();
+    const [root] = await insertChain(stack, company, 1, "done", ago(3 * DAY_MS));
+    const id = await insertRestorePoint(stack, { companyId: company, sourceIssueId: root!, deleteAfter: ago(1000) });
+    await waitFor(async () => (await listening()).some((p) => p !== pid), { what: "a new LISTEN connection" });
+    await waitFor(async () => ((await restorePointRow(stack, id)).deleteAfter?.getTime() ?? 0) > Date.now() + DAY_MS, {
+      what: "the review found after reconnecting",
+    });
+  });
 });
