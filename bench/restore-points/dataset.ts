@@ -1,8 +1,8 @@
 /**
  * The benchmark data set for restore points (not runnable itself): a fresh database with
  * Reclaim's migrations and
- *   - 100 companies x 100 issue trees = 10,000 trees of 10 issues each (a root, 3 children,
- *     2 grandchildren under each child: 100,000 issues, depth 3);
+ *   - 10,000 issue trees of 10 issues each (a root, 3 children, 2 grandchildren under each
+ *     child: 100,000 issues, depth 3), spread over `companies` companies (default 100);
  *   - one active restore point per issue: 100,000 restore points;
  *   - even trees closed (every issue done 10 days ago), odd trees open (root in progress);
  *   - every restore point due for review (delete_after = now), as right after the trigger
@@ -13,7 +13,6 @@ import pg from "pg";
 import { applyMigrations } from "../../packages/core/src/db/migrate";
 import { createEmptyDatabase, type TestDatabase } from "../../packages/testkit/src/postgres";
 
-export const COMPANIES = 100;
 export const TREES = 10_000;
 export const ISSUES_PER_TREE = 10;
 
@@ -24,10 +23,10 @@ export interface Dataset extends TestDatabase {
   leaves: { id: string; tree: number; companyId: string }[];
 }
 
-const SQL = `
+const sql = (companies: number) => `
 CREATE TEMP TABLE bench_issues AS
 WITH trees AS (
-  SELECT t, md5('company-' || (t % ${COMPANIES}))::uuid AS company_id, (t % 2 = 0) AS closed
+  SELECT t, md5('company-' || (t % ${companies}))::uuid AS company_id, (t % 2 = 0) AS closed
     FROM generate_series(0, ${TREES - 1}) AS t
 )
 SELECT md5('root-' || t)::uuid AS id, company_id, NULL::uuid AS parent_id, t, 0 AS depth, closed FROM trees
@@ -55,12 +54,12 @@ SELECT company_id, md5('ws-' || id)::uuid, id, 1, 'worktree', 'local_disk',
   FROM bench_issues;
 `;
 
-export async function createDataset(): Promise<Dataset> {
+export async function createDataset(companyCount = 100): Promise<Dataset> {
   const db = await createEmptyDatabase();
   await applyMigrations(db.url);
   const client = new pg.Client({ connectionString: db.url });
   await client.connect();
-  await client.query(SQL);
+  await client.query(sql(companyCount));
   await client.query("ANALYZE");
   const companies = (
     await client.query<{ id: string }>("SELECT DISTINCT company_id::text AS id FROM bench_issues ORDER BY 1")
@@ -88,4 +87,10 @@ export function percentiles(values: number[]): { p50: number; p95: number; mean:
   const sorted = [...values].sort((a, b) => a - b);
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
   return { p50: at(0.5), p95: at(0.95), mean: values.reduce((a, b) => a + b, 0) / values.length };
+}
+
+/** `--name value` from the command line, as a number. */
+export function numberArg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
 }

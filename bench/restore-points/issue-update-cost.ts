@@ -14,15 +14,10 @@
  * latency per mode and the ratios on / off.
  */
 import pg from "pg";
-import { createDataset, percentiles } from "./dataset";
+import { createDataset, numberArg, percentiles } from "./dataset";
 
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-}
-
-const ROUNDS = arg("rounds", 10);
-const PER_ROUND = arg("per-round", 200);
+const ROUNDS = numberArg("rounds", 10);
+const PER_ROUND = numberArg("per-round", 200);
 const TRIGGER = "reclaim_restore_points_issue_update";
 
 async function main(): Promise<void> {

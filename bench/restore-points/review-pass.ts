@@ -2,8 +2,10 @@
  * Benchmark: one review pass of the restore-point retention worker over 100,000 restore
  * points in 10,000 issue trees (dataset.ts), all due at once, as after a mass issue change.
  *
- *   npx tsx bench/restore-points/review-pass.ts
+ *   npx tsx bench/restore-points/review-pass.ts [--companies 100]
  *
+ * `--companies 1` puts all 100,000 in one company: the batch queries must stay index ranges
+ * (a per-batch cost that grew with the company's due rows would show here).
  * Each company is worked through the real job pipeline (`runJob`: prepare, locked apply,
  * finish, settle with its report row) in batches of 50 until nothing is due, as its
  * "continue" deadlines would do. Prints the pass's wall time, batches, SQL statements sent
@@ -28,7 +30,7 @@ import {
   systemClock,
 } from "../../packages/core/src";
 import { deleteKeys, TEST_REDIS_URL, uniquePrefix } from "../../packages/testkit/src/redis";
-import { createDataset, percentiles } from "./dataset";
+import { createDataset, numberArg, percentiles } from "./dataset";
 
 const DOMAIN = "restore-point-retention";
 
@@ -41,7 +43,7 @@ pg.Client.prototype.query = function countedQuery(this: pg.Client, ...args: unkn
 
 async function main(): Promise<void> {
   const setupStarted = performance.now();
-  const data = await createDataset();
+  const data = await createDataset(numberArg("companies", 100));
   const instanceRoot = await mkdtemp(path.join(os.tmpdir(), "reclaim-bench-"));
   const prefix = uniquePrefix();
   const db = createDb(data.url, { max: 4 });

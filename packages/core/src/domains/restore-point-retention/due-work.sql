@@ -11,20 +11,29 @@
 -- $4 int: batch size
 -- Output: the row's columns (see rules.ts DueRow) and `work`: review | abandoned | hook | delete
 WITH due AS (
-  SELECT rp.id,
-         CASE rp.status
-           WHEN 'active' THEN rp.delete_after
-           WHEN 'pending' THEN rp.created_at
-           ELSE COALESCE(rp.retry_at, rp.updated_at)
-         END AS due_at
-    FROM execution_workspace_restore_points rp
-   WHERE rp.company_id = $1::uuid
-     AND ((rp.status = 'active' AND rp.delete_after <= $2::timestamptz)
-          OR (rp.status = 'pending' AND rp.created_at <= $3::timestamptz)
-          OR (rp.status IN ('expiring', 'superseded', 'delete_requested')
-              AND (rp.retry_at IS NULL OR rp.retry_at <= $2::timestamptz)))
-   ORDER BY due_at, rp.id
-   LIMIT $4::int
+  -- Each kind of work in its own index order with its own limit, so a company with many
+  -- due rows costs one short index range per batch, not a sort of all of them.
+  (SELECT rp.id, rp.delete_after AS due_at
+     FROM execution_workspace_restore_points rp
+    WHERE rp.company_id = $1::uuid AND rp.status = 'active' AND rp.delete_after <= $2::timestamptz
+    ORDER BY rp.delete_after
+    LIMIT $4::int)
+  UNION ALL
+  (SELECT rp.id, rp.created_at
+     FROM execution_workspace_restore_points rp
+    WHERE rp.company_id = $1::uuid AND rp.status = 'pending' AND rp.created_at <= $3::timestamptz
+    ORDER BY rp.created_at
+    LIMIT $4::int)
+  UNION ALL
+  (SELECT rp.id, COALESCE(rp.retry_at, rp.updated_at)
+     FROM execution_workspace_restore_points rp
+    WHERE rp.company_id = $1::uuid
+      AND rp.status IN ('expiring', 'superseded', 'delete_requested')
+      AND (rp.retry_at IS NULL OR rp.retry_at <= $2::timestamptz)
+    ORDER BY 2
+    LIMIT $4::int)
+  ORDER BY due_at, id
+  LIMIT $4::int
 )
 SELECT rp.id::text AS id,
        rp.company_id::text AS company_id,

@@ -7,14 +7,14 @@
 --   review_at      timestamptz  earliest future delete_after of an active row
 --   pending_since  timestamptz  oldest pending row not yet abandoned (grace ends one grace later)
 --   retry_at       timestamptz  earliest future retry of an expiring, superseded or delete_requested row
-SELECT EXISTS (
-         SELECT 1 FROM execution_workspace_restore_points rp
-          WHERE rp.company_id = $1::uuid
-            AND ((rp.status = 'active' AND rp.delete_after <= $2::timestamptz)
-                 OR (rp.status = 'pending' AND rp.created_at <= $3::timestamptz)
-                 OR (rp.status IN ('expiring', 'superseded', 'delete_requested')
-                     AND (rp.retry_at IS NULL OR rp.retry_at <= $2::timestamptz)))
-       ) AS due_now,
+SELECT (EXISTS (SELECT 1 FROM execution_workspace_restore_points rp
+                 WHERE rp.company_id = $1::uuid AND rp.status = 'active' AND rp.delete_after <= $2::timestamptz)
+        OR EXISTS (SELECT 1 FROM execution_workspace_restore_points rp
+                    WHERE rp.company_id = $1::uuid AND rp.status = 'pending' AND rp.created_at <= $3::timestamptz)
+        OR EXISTS (SELECT 1 FROM execution_workspace_restore_points rp
+                    WHERE rp.company_id = $1::uuid
+                      AND rp.status IN ('expiring', 'superseded', 'delete_requested')
+                      AND (rp.retry_at IS NULL OR rp.retry_at <= $2::timestamptz))) AS due_now,
        (SELECT min(rp.delete_after) FROM execution_workspace_restore_points rp
          WHERE rp.company_id = $1::uuid AND rp.status = 'active'
            AND rp.delete_after > $2::timestamptz) AS review_at,
