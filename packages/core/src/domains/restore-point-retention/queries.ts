@@ -18,6 +18,10 @@ export async function dueWork(tx: Tx, companyId: string, window: DueWindow, limi
 
 export async function treeStates(tx: Tx, companyId: string, sourceIssueIds: string[]): Promise<Map<string, TreeState>> {
   if (sourceIssueIds.length === 0) return new Map();
+  // The planner cannot estimate a recursive walk and prices it above jit_above_cost, so
+  // PostgreSQL would spend ~20 ms compiling a query that runs in ~3 ms. For this
+  // transaction only (the job's, under its lock).
+  await tx.$executeRawUnsafe("SET LOCAL jit = off");
   const rows = await tx.$queryRawUnsafe<TreeState[]>(
     sql("tree-state.sql"),
     JSON.stringify([...new Set(sourceIssueIds)]),
