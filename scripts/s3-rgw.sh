@@ -42,17 +42,24 @@ EOF
 
 pids() { cat "$dir"/run/*.pid 2>/dev/null || true; }
 
-alive() { # any of our daemons alive?
-  local p
-  for p in $(pids); do kill -0 "$p" 2>/dev/null && return 0; done
-  return 1
+running() { # <pid>: alive and not a zombie (a daemon's zombie still answers kill -0)
+  [ -r "/proc/$1/stat" ] && [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" != "Z" ]
 }
 
 stop() {
-  local p
-  for p in $(pids); do kill "$p" 2>/dev/null || true; done
-  for _ in $(seq 1 100); do alive || break; sleep 0.1; done
-  for p in $(pids); do kill -9 "$p" 2>/dev/null || true; done
+  # Read the pids once: daemons remove their pid files while they shut down, but keep their
+  # ports until they are gone, and a new cluster started meanwhile would talk to the old
+  # monitor ("wrong fsid").
+  local p list
+  list=$(pids)
+  for p in $list; do kill "$p" 2>/dev/null || true; done
+  for _ in $(seq 1 100); do
+    local any=0
+    for p in $list; do running "$p" && any=1; done
+    [ "$any" = 0 ] && break
+    sleep 0.1
+  done
+  for p in $list; do running "$p" && kill -9 "$p" 2>/dev/null; done
   rm -rf "$dir"
 }
 
@@ -84,6 +91,11 @@ start() {
   fi
   # A half-started or crashed earlier run: start over.
   stop
+  for _ in $(seq 1 100); do reachable "$mon_port" || reachable "$port" || break; sleep 0.1; done
+  if reachable "$mon_port"; then
+    log "port $mon_port is still taken (another monitor?); set RECLAIM_RGW_MON_PORT"
+    return 1
+  fi
   install_packages
   mkdir -p "$dir"/{run,log,mon/a,osd/0,rgw}
   local fsid
@@ -131,9 +143,38 @@ EOF
   ceph-mon -c "$conf" --mkfs -i a --monmap "$dir/monmap" >/dev/null 2>&1
   ceph-mon -c "$conf" -i a
   wait_port "$mon_port" ceph-mon
-  ceph-osd -c "$conf" -i 0 --mkfs >/dev/null 2>&1
-  timeout 60 ceph -c "$conf" osd new "$(cat "$dir/osd/0/fsid")" 0 >/dev/null
-  ceph-osd -c "$conf" -i 0
+  # Register the OSD first, then make its store with that uuid: `--mkfs` without one
+  # sometimes writes an all-zero uuid and cluster fsid, and the monitor then refuses the OSD
+  # ("wrong fsid").
+  local osd_uuid
+  osd_uuid=$(cat /proc/sys/kernel/random/uuid)
+  # The monitor's port opens before it can serve commands (EPERM "problem getting command
+  # descriptions"): retry until it answers.
+  local registered=0
+  for _ in $(seq 1 100); do
+    if timeout 10 ceph -c "$conf" osd new "$osd_uuid" 0 >/dev/null 2>&1; then
+      registered=1
+      break
+    fi
+    sleep 0.2
+  done
+  [ "$registered" = 1 ] || { log "the monitor did not accept the OSD (logs in $dir/log)"; return 1; }
+  ceph-osd -c "$conf" -i 0 --mkfs --osd-uuid "$osd_uuid" >"$dir/log/osd-mkfs.log" 2>&1
+  if [ "$(cat "$dir/osd/0/ceph_fsid" 2>/dev/null)" != "$fsid" ]; then
+    log "ceph-osd --mkfs did not write the cluster fsid (see $dir/log/osd-mkfs.log)"
+    return 1
+  fi
+  # A freshly started OSD sometimes sends its first monitor command before it knows the
+  # cluster fsid, is refused ("wrong fsid") and exits: starting it again is enough.
+  local started=0
+  for _ in $(seq 1 5); do
+    if ceph-osd -c "$conf" -i 0 2>>"$dir/log/osd-start.log"; then
+      started=1
+      break
+    fi
+    sleep 0.5
+  done
+  [ "$started" = 1 ] || { log "ceph-osd did not start (see $dir/log/osd-start.log)"; return 1; }
   for _ in $(seq 1 300); do
     timeout 10 ceph -c "$conf" osd stat 2>/dev/null | grep -q "1 up" && break
     sleep 0.2

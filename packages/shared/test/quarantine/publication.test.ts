@@ -162,10 +162,25 @@ describe("two captures publishing the same pack", () => {
   it("both succeed when neither fails, concurrently", async () => {
     const repo = await repoWithLargeFile();
     const realIndex = await indexAndHead(repo);
+    // Neither publishes before both have finished `git add`: otherwise the later one finds
+    // the large blob already in the store and writes no pack of its own.
+    let arrived = 0;
+    let bothArrived!: () => void;
+    const barrier = new Promise<void>((resolve) => (bothArrived = resolve));
+    const atBarrier = (): PublishFs => {
+      let first = true;
+      return faultyFs(async () => {
+        if (!first) return;
+        first = false;
+        if (++arrived === 2) bothArrived();
+        await barrier;
+      });
+    };
     const [one, two] = await Promise.all([
-      capture(repo, { ref: "refs/reclaim/one" }),
-      capture(repo, { ref: "refs/reclaim/two" }),
+      capture(repo, { ref: "refs/reclaim/one", testHooks: { fs: atBarrier() } }),
+      capture(repo, { ref: "refs/reclaim/two", testHooks: { fs: atBarrier() } }),
     ]);
+    expect(one.published.packs).toHaveLength(1);
     expect(one.value.tree).toBe(two.value.tree);
     expect(one.published.packs).toEqual(two.published.packs);
     expect(packFiles(await packsIn(repo.objects))).toEqual(
