@@ -34,7 +34,8 @@ async function main(): Promise<void> {
     const live = data.leaves.filter((l) => l.companyId !== data.companies[0]);
     const update = new pg.Client({ connectionString: data.url });
     await update.connect();
-    const sql = "UPDATE issues SET status = CASE WHEN status = 'done' THEN 'todo' ELSE 'done' END WHERE id = $1";
+    const sql =
+      "UPDATE issues SET status = CASE WHEN status = 'done' THEN 'todo' ELSE 'done' END WHERE id = $1";
     for (let i = 0; i < 50; i++) await update.query(sql, [live[i]!.id]); // warm up
 
     const samples: Record<"on" | "off" | "early_exit", number[]> = { on: [], off: [], early_exit: [] };
@@ -43,7 +44,9 @@ async function main(): Promise<void> {
     const next = (pool: typeof live) => pool[cursor++ % pool.length]!;
     for (let round = 0; round < ROUNDS * 2; round++) {
       const mode = round % 2 === 0 ? "on" : "off";
-      await client.query("UPDATE execution_workspace_restore_points SET delete_after = NULL WHERE status = 'active'");
+      await client.query(
+        "UPDATE execution_workspace_restore_points SET delete_after = NULL WHERE status = 'active'",
+      );
       await client.query(`ALTER TABLE issues ${mode === "on" ? "ENABLE" : "DISABLE"} TRIGGER ${TRIGGER}`);
       await client.query("VACUUM ANALYZE execution_workspace_restore_points");
       for (let i = 0; i < PER_ROUND; i++) {
@@ -73,13 +76,19 @@ async function main(): Promise<void> {
     const early = percentiles(samples.early_exit);
     const fmt = (p: ReturnType<typeof percentiles>) =>
       `mean ${p.mean.toFixed(3)} ms, p50 ${p.p50.toFixed(3)} ms, p95 ${p.p95.toFixed(3)} ms`;
-    console.log(`issue status change, ${samples.on.length} updates per mode, ${ROUNDS} rounds each, alternating`);
+    console.log(
+      `issue status change, ${samples.on.length} updates per mode, ${ROUNDS} rounds each, alternating`,
+    );
     console.log(`  trigger off                    ${fmt(off)}`);
     console.log(`  trigger on (3 rows marked)     ${fmt(on)}`);
     console.log(`  trigger on, no live points     ${fmt(early)}`);
-    console.log(`  ratio on/off: mean ${(on.mean / off.mean).toFixed(2)}, p50 ${(on.p50 / off.p50).toFixed(2)}`);
+    console.log(
+      `  ratio on/off: mean ${(on.mean / off.mean).toFixed(2)}, p50 ${(on.p50 / off.p50).toFixed(2)}`,
+    );
     console.log(`  ratio early-exit/off: p50 ${(early.p50 / off.p50).toFixed(2)}`);
-    console.log(`  (each trigger-on round marked ${markedPerRound} restore points due: ${PER_ROUND} updates x 3)`);
+    console.log(
+      `  (each trigger-on round marked ${markedPerRound} restore points due: ${PER_ROUND} updates x 3)`,
+    );
   } finally {
     await data.drop();
   }

@@ -94,9 +94,15 @@ async function main(): Promise<void> {
          FROM execution_workspace_restore_points GROUP BY 1 ORDER BY 1`,
     );
     const latency = percentiles(batchMs);
-    console.log(`review pass: ${checked} restore points in ${batchMs.length} batches (${data.companies.length} companies)`);
-    console.log(`  wall time       ${seconds.toFixed(2)} s (${Math.round(checked / seconds)} restore points/s)`);
-    console.log(`  SQL statements  ${sent} (${(sent / batchMs.length).toFixed(1)} per batch, ${(sent / checked).toFixed(2)} per restore point)`);
+    console.log(
+      `review pass: ${checked} restore points in ${batchMs.length} batches (${data.companies.length} companies)`,
+    );
+    console.log(
+      `  wall time       ${seconds.toFixed(2)} s (${Math.round(checked / seconds)} restore points/s)`,
+    );
+    console.log(
+      `  SQL statements  ${sent} (${(sent / batchMs.length).toFixed(1)} per batch, ${(sent / checked).toFixed(2)} per restore point)`,
+    );
     console.log(
       `  batch latency   mean ${latency.mean.toFixed(1)} ms, p50 ${latency.p50.toFixed(1)} ms, p95 ${latency.p95.toFixed(1)} ms`,
     );

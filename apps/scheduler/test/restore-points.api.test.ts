@@ -4,7 +4,12 @@
  * workspace. Real scheduler, real PostgreSQL, real local_disk storage, real sealing.
  */
 import { randomUUID } from "node:crypto";
-import { createLocalDiskProvider, StorageKey, type SealedObject, type StorageProvider } from "@reclaim/shared";
+import {
+  createLocalDiskProvider,
+  StorageKey,
+  type SealedObject,
+  type StorageProvider,
+} from "@reclaim/shared";
 import { startStack, type Stack } from "@reclaim/testkit";
 import {
   deadlinesOf,
@@ -48,7 +53,12 @@ async function register(w: World, extra: Record<string, unknown> = {}) {
 }
 
 /** POST .../activate with what the sealing returned, `change`d where a test lies about it. */
-async function activate(w: World, id: string, sealed: SealedObject, change: Partial<Record<string, unknown>> = {}) {
+async function activate(
+  w: World,
+  id: string,
+  sealed: SealedObject,
+  change: Partial<Record<string, unknown>> = {},
+) {
   return stack.api("POST", `/v1/companies/${w.company}/restore-points/${id}/activate`, {
     sha256: sealed.sha256,
     byteSize: sealed.byteSize,
@@ -83,7 +93,9 @@ describe("register", () => {
       sha256: null,
       metadata: { branch: "feature" },
     });
-    expect(point.storageKey).toBe(`companies/${w.company}/git-restore-points/${w.workspace}/1/worktree/${point.id}`);
+    expect(point.storageKey).toBe(
+      `companies/${w.company}/git-restore-points/${w.workspace}/1/worktree/${point.id}`,
+    );
   });
 
   it("schedules the end of the capture grace one hour later", async () => {
@@ -131,9 +143,14 @@ describe("register", () => {
 
   it("needs the API token", async () => {
     const w = await world();
-    const response = await stack.api("GET", `/v1/companies/${w.company}/restore-points/${randomUUID()}`, undefined, {
-      token: null,
-    });
+    const response = await stack.api(
+      "GET",
+      `/v1/companies/${w.company}/restore-points/${randomUUID()}`,
+      undefined,
+      {
+        token: null,
+      },
+    );
     expect(response.status).toBe(401);
   });
 });
@@ -224,7 +241,10 @@ describe("supersede and request deletion", () => {
   it("request deletion of a pending row waits for the end of its capture grace", async () => {
     const w = await world();
     const { id, createdAt } = (await register(w)).body.restorePoint;
-    const response = await stack.api("POST", `/v1/companies/${w.company}/restore-points/${id}/request-deletion`);
+    const response = await stack.api(
+      "POST",
+      `/v1/companies/${w.company}/restore-points/${id}/request-deletion`,
+    );
     expect(response.status).toBe(200);
     expect(response.body.restorePoint.status).toBe("delete_requested");
     expect(Date.parse(response.body.restorePoint.retryAt)).toBe(Date.parse(createdAt) + 3600_000);
@@ -237,11 +257,17 @@ describe("supersede and request deletion", () => {
     const w = await world();
     const { id } = await activeRestorePoint(w);
     await stack.db.executionWorkspaceRestorePoint.update({ where: { id }, data: { status: "expiring" } });
-    const refused = await stack.api("POST", `/v1/companies/${w.company}/restore-points/${id}/request-deletion`);
+    const refused = await stack.api(
+      "POST",
+      `/v1/companies/${w.company}/restore-points/${id}/request-deletion`,
+    );
     expect(refused.status).toBe(409);
     await stack.db.executionWorkspaceRestorePoint.update({ where: { id }, data: { status: "active" } });
     const first = await stack.api("POST", `/v1/companies/${w.company}/restore-points/${id}/request-deletion`);
-    const second = await stack.api("POST", `/v1/companies/${w.company}/restore-points/${id}/request-deletion`);
+    const second = await stack.api(
+      "POST",
+      `/v1/companies/${w.company}/restore-points/${id}/request-deletion`,
+    );
     expect([first.status, second.status]).toEqual([200, 200]);
     expect(second.body.restorePoint.status).toBe("delete_requested");
   });
@@ -263,7 +289,11 @@ describe("read and list", () => {
           ? { sha256: "a".repeat(64), byteSize: 1, formatVersion: 1, keyFingerprint: "ab".repeat(32) }
           : undefined;
       const response = await stack.api(method, url, body);
-      expect([url, response.status, response.body.error]).toEqual([url, 404, "RECLAIM_ERR_RESTORE_POINT_NOT_FOUND"]);
+      expect([url, response.status, response.body.error]).toEqual([
+        url,
+        404,
+        "RECLAIM_ERR_RESTORE_POINT_NOT_FOUND",
+      ]);
     }
     const own = await stack.api("GET", `/v1/companies/${w.company}/restore-points/${id}`);
     expect(own.status).toBe(200);
@@ -307,4 +337,3 @@ describe("read and list", () => {
     );
   });
 });
-

@@ -51,10 +51,22 @@ describe("start-up", () => {
       seed: async (ctx) => {
         const [root] = await insertChain(ctx, company, 2, "done", ago(10 * DAY_MS));
         // Marked by the trigger while no scheduler listened.
-        due = await insertRestorePoint(ctx, { companyId: company, sourceIssueId: root!, deleteAfter: ago(60_000) });
+        due = await insertRestorePoint(ctx, {
+          companyId: company,
+          sourceIssueId: root!,
+          deleteAfter: ago(60_000),
+        });
         // Moved to expiring, then the process died before the hook ran.
-        interrupted = await insertRestorePoint(ctx, { companyId: company, sourceIssueId: root!, status: "expiring" });
-        later = await insertRestorePoint(ctx, { companyId: company, sourceIssueId: root!, deleteAfter: laterAt });
+        interrupted = await insertRestorePoint(ctx, {
+          companyId: company,
+          sourceIssueId: root!,
+          status: "expiring",
+        });
+        later = await insertRestorePoint(ctx, {
+          companyId: company,
+          sourceIssueId: root!,
+          deleteAfter: laterAt,
+        });
       },
     });
     await stack.waitForReports(DOMAIN, (r) => reportsOf(r, company).length > 0);
@@ -118,13 +130,18 @@ describe("wake-ups", () => {
     expect(row.getTime()).toBeGreaterThanOrEqual(first + SETTLE_MS - 100);
     expect(row.getTime()).toBeLessThan(first + SETTLE_MS + 2000);
 
-    const reports = await stack.waitForReports(DOMAIN, (r) => reportsOf(r, company).some((x) => x.checked > 0));
+    const reports = await stack.waitForReports(DOMAIN, (r) =>
+      reportsOf(r, company).some((x) => x.checked > 0),
+    );
     const review = reportsOf(reports, company).find((x) => x.checked > 0)!;
     expect(Date.parse(review.startedAt)).toBeGreaterThanOrEqual(row.getTime());
     // The whole tree closed: the review set the expiry.
-    await waitFor(async () => (await restorePointRow(stack, id)).deleteAfter!.getTime() > Date.now() + DAY_MS, {
-      what: "the expiry",
-    });
+    await waitFor(
+      async () => (await restorePointRow(stack, id)).deleteAfter!.getTime() > Date.now() + DAY_MS,
+      {
+        what: "the expiry",
+      },
+    );
   });
 
   it("a review of an open tree leaves nothing scheduled: open trees cost no recurring checks", async () => {
@@ -175,12 +192,18 @@ describe("wake-ups", () => {
     const issue = await insertIssue(stack, { companyId: company.id });
     const points = [
       await storedRestorePoint(stack, storage, { companyId: company.id, sourceIssueId: issue }),
-      await storedRestorePoint(stack, storage, { companyId: company.id, sourceIssueId: issue, generation: 2 }),
+      await storedRestorePoint(stack, storage, {
+        companyId: company.id,
+        sourceIssueId: issue,
+        generation: 2,
+      }),
     ];
     await stack.db.issue.delete({ where: { id: issue } });
     await stack.db.company.delete({ where: { id: company.id } });
     for (const point of points) {
-      await waitFor(async () => (await restorePointRow(stack, point.id)).status === "deleted", { what: "the deletion" });
+      await waitFor(async () => (await restorePointRow(stack, point.id)).status === "deleted", {
+        what: "the deletion",
+      });
       expect(await objectState(storage, point.storageKey)).toBe("absent");
     }
   });
@@ -189,7 +212,13 @@ describe("wake-ups", () => {
     const company = randomUUID();
     const ids: string[] = [];
     for (let i = 0; i < 120; i++) {
-      ids.push(await insertRestorePoint(stack, { companyId: company, sourceIssueId: randomUUID(), status: "superseded" }));
+      ids.push(
+        await insertRestorePoint(stack, {
+          companyId: company,
+          sourceIssueId: randomUUID(),
+          status: "superseded",
+        }),
+      );
     }
     await stack.api("POST", "/v1/events", {
       events: [{ type: "issue.deleted", companyId: company, issueId: randomUUID() }],
@@ -198,11 +227,17 @@ describe("wake-ups", () => {
       DOMAIN,
       (r) => reportsOf(r, company).reduce((n, x) => n + x.removed, 0) >= 120,
     );
-    const mine = reportsOf(reports, company).filter((r) => r.removed > 0).reverse();
+    const mine = reportsOf(reports, company)
+      .filter((r) => r.removed > 0)
+      .reverse();
     expect(mine.map((r) => r.removed)).toEqual([50, 50, 20]);
-    const logged = lines.filter((l) => l.event === "restore_point_retention.batch" && l.companyId === company);
+    const logged = lines.filter(
+      (l) => l.event === "restore_point_retention.batch" && l.companyId === company,
+    );
     expect(logged.map((l) => l.deleted)).toEqual([50, 50, 20]);
-    const rows = await stack.db.executionWorkspaceRestorePoint.count({ where: { id: { in: ids }, status: "deleted" } });
+    const rows = await stack.db.executionWorkspaceRestorePoint.count({
+      where: { id: { in: ids }, status: "deleted" },
+    });
     expect(rows).toBe(120);
   });
 
@@ -219,10 +254,19 @@ describe("wake-ups", () => {
     // Marked while nobody listens: the notification is lost, the row is not.
     const company = randomUUID();
     const [root] = await insertChain(stack, company, 1, "done", ago(3 * DAY_MS));
-    const id = await insertRestorePoint(stack, { companyId: company, sourceIssueId: root!, deleteAfter: ago(1000) });
-    await waitFor(async () => (await listening()).some((p) => p !== pid), { what: "a new LISTEN connection" });
-    await waitFor(async () => ((await restorePointRow(stack, id)).deleteAfter?.getTime() ?? 0) > Date.now() + DAY_MS, {
-      what: "the review found after reconnecting",
+    const id = await insertRestorePoint(stack, {
+      companyId: company,
+      sourceIssueId: root!,
+      deleteAfter: ago(1000),
     });
+    await waitFor(async () => (await listening()).some((p) => p !== pid), {
+      what: "a new LISTEN connection",
+    });
+    await waitFor(
+      async () => ((await restorePointRow(stack, id)).deleteAfter?.getTime() ?? 0) > Date.now() + DAY_MS,
+      {
+        what: "the review found after reconnecting",
+      },
+    );
   });
 });

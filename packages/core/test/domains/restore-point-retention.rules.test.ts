@@ -51,7 +51,11 @@ describe("review of an active restore point", () => {
     const company = randomUUID();
     const [root, leaf] = await insertChain(stack, company, 2);
     await closeIssue(stack, leaf!);
-    const id = await insertRestorePoint(stack, { companyId: company, sourceIssueId: root!, deleteAfter: ago(1000) });
+    const id = await insertRestorePoint(stack, {
+      companyId: company,
+      sourceIssueId: root!,
+      deleteAfter: ago(1000),
+    });
     const report = await sweepRestorePoints(stack, company);
     expect(outcomeOf(report, id)).toBe("tree_open");
     expect((await restorePointRow(stack, id)).deleteAfter).toBeNull();
@@ -62,9 +66,23 @@ describe("review of an active restore point", () => {
     const company = randomUUID();
     const root = await insertIssue(stack, { companyId: company, status: "done", closedAt: ago(40 * DAY_MS) });
     const leafClose = ago(10 * DAY_MS);
-    await insertIssue(stack, { companyId: company, parentId: root, status: "cancelled", closedAt: leafClose });
-    await insertIssue(stack, { companyId: company, parentId: root, status: "done", closedAt: ago(30 * DAY_MS) });
-    const id = await insertRestorePoint(stack, { companyId: company, sourceIssueId: root, deleteAfter: ago(1000) });
+    await insertIssue(stack, {
+      companyId: company,
+      parentId: root,
+      status: "cancelled",
+      closedAt: leafClose,
+    });
+    await insertIssue(stack, {
+      companyId: company,
+      parentId: root,
+      status: "done",
+      closedAt: ago(30 * DAY_MS),
+    });
+    const id = await insertRestorePoint(stack, {
+      companyId: company,
+      sourceIssueId: root,
+      deleteAfter: ago(1000),
+    });
     const report = await sweepRestorePoints(stack, company);
     expect(outcomeOf(report, id)).toBe("retention_pending");
     const expiry = leafClose.getTime() + 90 * DAY_MS;
@@ -78,7 +96,11 @@ describe("review of an active restore point", () => {
     const company = randomUUID();
     const [root, source] = await insertChain(stack, company, 2, "done", ago(100 * DAY_MS));
     await insertIssue(stack, { companyId: company, parentId: root, status: "todo" }); // open sibling
-    const id = await insertRestorePoint(stack, { companyId: company, sourceIssueId: source!, deleteAfter: ago(1000) });
+    const id = await insertRestorePoint(stack, {
+      companyId: company,
+      sourceIssueId: source!,
+      deleteAfter: ago(1000),
+    });
     const report = await sweepRestorePoints(stack, company);
     expect(report.entries).toContainEqual(
       expect.objectContaining({ id: `restore-point/${id}`, outcome: "candidate", reason: "tree_closed" }),
@@ -103,11 +125,16 @@ describe("review of an active restore point", () => {
       });
     });
     const first = await sweepRestorePoints(stack, company);
-    expect(first.entries).toContainEqual(expect.objectContaining({ outcome: "candidate", reason: "tree_closed" }));
+    expect(first.entries).toContainEqual(
+      expect.objectContaining({ outcome: "candidate", reason: "tree_closed" }),
+    );
     expect(seenDuringHook).toEqual([{ status: "expiring", object: "present" }]);
     const call = hook.calls.find((c) => c.body.restorePoint.id === point.id)!;
     expect(call.signatureValid).toBe(true);
-    expect(call.body).toMatchObject({ type: "restore_point.expiring", restorePoint: { companyId: company, storageKey: point.storageKey } });
+    expect(call.body).toMatchObject({
+      type: "restore_point.expiring",
+      restorePoint: { companyId: company, storageKey: point.storageKey },
+    });
     // The hook only requests deletion; the object goes in a later batch.
     expect((await restorePointRow(stack, point.id)).status).toBe("delete_requested");
     expect(await objectState(storage, point.storageKey)).toBe("present");
@@ -164,8 +191,16 @@ describe("review of an active restore point", () => {
   it("is not due while delete_after is in the future or empty", async () => {
     const company = randomUUID();
     const [root] = await insertChain(stack, company, 1, "done", ago(200 * DAY_MS));
-    const later = await insertRestorePoint(stack, { companyId: company, sourceIssueId: root!, deleteAfter: new Date(Date.now() + DAY_MS) });
-    const open = await insertRestorePoint(stack, { companyId: company, sourceIssueId: root!, deleteAfter: null });
+    const later = await insertRestorePoint(stack, {
+      companyId: company,
+      sourceIssueId: root!,
+      deleteAfter: new Date(Date.now() + DAY_MS),
+    });
+    const open = await insertRestorePoint(stack, {
+      companyId: company,
+      sourceIssueId: root!,
+      deleteAfter: null,
+    });
     const report = await sweepRestorePoints(stack, company);
     expect(report.checked).toBe(0);
     for (const id of [later, open]) expect((await restorePointRow(stack, id)).status).toBe("active");
@@ -190,7 +225,11 @@ describe("retention days", () => {
     try {
       const company = randomUUID();
       const [root] = await insertChain(short, company, 1, "done", ago(2 * DAY_MS));
-      const id = await insertRestorePoint(short, { companyId: company, sourceIssueId: root!, deleteAfter: ago(1000) });
+      const id = await insertRestorePoint(short, {
+        companyId: company,
+        sourceIssueId: root!,
+        deleteAfter: ago(1000),
+      });
       const report = await sweepRestorePoints(short, company);
       expect(report.entries).toContainEqual(expect.objectContaining({ reason: "tree_closed" }));
       // No hook configured: the no-op hook lets the row go straight on to deletion.
@@ -229,7 +268,9 @@ describe("a pending restore point", () => {
     const report = await sweepRestorePoints(stack, company);
     expect(report.checked).toBe(0);
     expect((await restorePointRow(stack, id)).status).toBe("pending");
-    expect((await deadlinesOf(stack, company)).get("capture_grace")?.getTime()).toBe(createdAt.getTime() + 60 * MINUTE_MS);
+    expect((await deadlinesOf(stack, company)).get("capture_grace")?.getTime()).toBe(
+      createdAt.getTime() + 60 * MINUTE_MS,
+    );
   });
 });
 
@@ -237,7 +278,11 @@ describe("the expiry hook", () => {
   it("that fails keeps the row expiring and its object, records the error, and is retried after 15 minutes", async () => {
     const company = randomUUID();
     const [root] = await insertChain(stack, company, 1, "done", ago(100 * DAY_MS));
-    const point = await storedRestorePoint(stack, storage, { companyId: company, sourceIssueId: root!, deleteAfter: ago(1000) });
+    const point = await storedRestorePoint(stack, storage, {
+      companyId: company,
+      sourceIssueId: root!,
+      deleteAfter: ago(1000),
+    });
     hook.respondWith(503);
     const started = Date.now();
     const report = await sweepRestorePoints(stack, company);
@@ -256,7 +301,10 @@ describe("the expiry hook", () => {
 
     // The retry time has come (backdated): the hook runs again, succeeds, deletion follows.
     hook.respondWith(200);
-    await stack.db.executionWorkspaceRestorePoint.update({ where: { id: point.id }, data: { retryAt: ago(1000) } });
+    await stack.db.executionWorkspaceRestorePoint.update({
+      where: { id: point.id },
+      data: { retryAt: ago(1000) },
+    });
     await sweepRestorePoints(stack, company);
     row = await restorePointRow(stack, point.id);
     expect(row).toMatchObject({ status: "delete_requested", lastError: null, retryAt: null });
@@ -269,8 +317,16 @@ describe("dry run", () => {
   it("reports what would expire and be deleted, and changes nothing", async () => {
     const company = randomUUID();
     const [root] = await insertChain(stack, company, 1, "done", ago(100 * DAY_MS));
-    const expiring = await storedRestorePoint(stack, storage, { companyId: company, sourceIssueId: root!, deleteAfter: ago(1000) });
-    const doomed = await storedRestorePoint(stack, storage, { companyId: company, sourceIssueId: root!, status: "superseded" });
+    const expiring = await storedRestorePoint(stack, storage, {
+      companyId: company,
+      sourceIssueId: root!,
+      deleteAfter: ago(1000),
+    });
+    const doomed = await storedRestorePoint(stack, storage, {
+      companyId: company,
+      sourceIssueId: root!,
+      status: "superseded",
+    });
     const calls = hook.calls.length;
     const report = await sweepRestorePoints(stack, company, { dryRun: true });
     expect(report.dryRun).toBe(true);

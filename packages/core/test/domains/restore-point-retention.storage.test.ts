@@ -16,7 +16,14 @@ import {
   type S3Options,
   type StorageProvider,
 } from "@reclaim/shared";
-import { createTestBucket, startStack, TEST_TOKEN, waitFor, type Stack, type TestBucket } from "@reclaim/testkit";
+import {
+  createTestBucket,
+  startStack,
+  TEST_TOKEN,
+  waitFor,
+  type Stack,
+  type TestBucket,
+} from "@reclaim/testkit";
 import {
   advanceDeadlines,
   DAY_MS,
@@ -82,7 +89,8 @@ const cases: ProviderCase[] = [
   {
     name: "local_disk",
     env: async () => ({}),
-    direct: async (stack) => createLocalDiskProvider({ baseDir: path.join(stack.instanceRoot, "data", "storage") }),
+    direct: async (stack) =>
+      createLocalDiskProvider({ baseDir: path.join(stack.instanceRoot, "data", "storage") }),
   },
   {
     name: "s3 (Ceph RGW)",
@@ -130,13 +138,18 @@ describe.each(cases)("with $name storage", (provider) => {
     expect(await objectState(storage, storageKey)).toBe("present");
 
     await stack.api("POST", `/v1/companies/${company}/restore-points/${id}/supersede`);
-    const row = await waitFor(async () => {
-      const r = await restorePointRow(stack, id);
-      return r.status === "deleted" ? r : null;
-    }, { what: "the deletion" });
+    const row = await waitFor(
+      async () => {
+        const r = await restorePointRow(stack, id);
+        return r.status === "deleted" ? r : null;
+      },
+      { what: "the deletion" },
+    );
     expect(row.deletedAt).not.toBeNull();
     expect(await objectState(storage, storageKey)).toBe("absent");
-    const [report] = await stack.waitForReports(DOMAIN, (r) => r.some((x) => x.companyId === company && x.removed > 0));
+    const [report] = await stack.waitForReports(DOMAIN, (r) =>
+      r.some((x) => x.companyId === company && x.removed > 0),
+    );
     expect(report).toMatchObject({ removed: 1, reclaimedBytes: sealed.byteSize });
   });
 
@@ -151,7 +164,9 @@ describe.each(cases)("with $name storage", (provider) => {
     await stack.api("POST", "/v1/events", {
       events: [{ type: "issue.deleted", companyId: company, issueId: randomUUID() }],
     });
-    await waitFor(async () => (await restorePointRow(stack, point.id)).status === "deleted", { what: "expiry" });
+    await waitFor(async () => (await restorePointRow(stack, point.id)).status === "deleted", {
+      what: "expiry",
+    });
     expect(await objectState(storage, point.storageKey)).toBe("absent");
   });
 });
@@ -202,10 +217,13 @@ describe("an S3 outage that recovers", () => {
     await stack.api("POST", "/v1/events", {
       events: [{ type: "issue.deleted", companyId: company, issueId: randomUUID() }],
     });
-    const failed = await waitFor(async () => {
-      const r = await restorePointRow(stack, superseded.id);
-      return r.lastError ? r : null;
-    }, { what: "the failed deletion" });
+    const failed = await waitFor(
+      async () => {
+        const r = await restorePointRow(stack, superseded.id);
+        return r.lastError ? r : null;
+      },
+      { what: "the failed deletion" },
+    );
     expect(failed.status).toBe("superseded");
     expect(failed.lastError).toMatch(/storage delete failed: RECLAIM_ERR_STORAGE_UNAVAILABLE/);
     expect(failed.retryAt!.getTime()).toBeGreaterThanOrEqual(failedAt + 15 * MINUTE_MS - 1000);
@@ -230,7 +248,8 @@ describe("an S3 outage that recovers", () => {
     });
     const seenDuringHook: string[] = [];
     hook.onCall(async (call) => {
-      if (call.body.restorePoint.id === expiring.id) seenDuringHook.push(await objectState(storage, expiring.storageKey));
+      if (call.body.restorePoint.id === expiring.id)
+        seenDuringHook.push(await objectState(storage, expiring.storageKey));
     });
     await advanceDeadlines(stack, company);
     for (const point of [superseded, expiring]) {
@@ -264,13 +283,20 @@ describe("a batch that dies between the storage delete and the ledger update", (
     await stack.startWorker({
       faults: FaultPoints.of({
         "restore-point-retention.after-delete": async () => {
-          atFault.push({ status: (await restorePointRow(stack, point.id)).status, object: await objectState(storage, point.storageKey) });
+          atFault.push({
+            status: (await restorePointRow(stack, point.id)).status,
+            object: await objectState(storage, point.storageKey),
+          });
           if (atFault.length === 1) throw new InjectedFault("restore-point-retention.after-delete");
         },
       }),
     });
-    await stack.api("POST", "/v1/events", { events: [{ type: "issue.deleted", companyId: company, issueId: randomUUID() }] });
-    await waitFor(async () => (await restorePointRow(stack, point.id)).status === "deleted", { what: "the retried deletion" });
+    await stack.api("POST", "/v1/events", {
+      events: [{ type: "issue.deleted", companyId: company, issueId: randomUUID() }],
+    });
+    await waitFor(async () => (await restorePointRow(stack, point.id)).status === "deleted", {
+      what: "the retried deletion",
+    });
     // The object was gone before the first attempt died, and the row was not yet marked.
     expect(atFault).toEqual([
       { status: "superseded", object: "absent" },

@@ -45,7 +45,12 @@ async function dueFlags(ids: string[]): Promise<boolean[]> {
 }
 
 /** Runs `sql` in a transaction on its own connection, calls `inside` before deciding, then commits or rolls back. */
-async function inTransaction<T>(sql: string, params: unknown[], inside: (c: pg.Client) => Promise<T>, commit: boolean) {
+async function inTransaction<T>(
+  sql: string,
+  params: unknown[],
+  inside: (c: pg.Client) => Promise<T>,
+  commit: boolean,
+) {
   const c = new pg.Client({ connectionString: database.url });
   await c.connect();
   try {
@@ -72,8 +77,16 @@ describe("an issue's status changes", () => {
       changed: await insertRestorePoint(ctx(), { companyId: company, sourceIssueId: changed }),
       below: await insertRestorePoint(ctx(), { companyId: company, sourceIssueId: below }),
       sibling: await insertRestorePoint(ctx(), { companyId: company, sourceIssueId: sibling }),
-      pendingAtRoot: await insertRestorePoint(ctx(), { companyId: company, sourceIssueId: chain[0]!, status: "pending" }),
-      supersededAtRoot: await insertRestorePoint(ctx(), { companyId: company, sourceIssueId: chain[0]!, status: "superseded" }),
+      pendingAtRoot: await insertRestorePoint(ctx(), {
+        companyId: company,
+        sourceIssueId: chain[0]!,
+        status: "pending",
+      }),
+      supersededAtRoot: await insertRestorePoint(ctx(), {
+        companyId: company,
+        sourceIssueId: chain[0]!,
+        status: "superseded",
+      }),
     };
     const ids = Object.values(points);
 
@@ -99,7 +112,11 @@ describe("an issue's status changes", () => {
     const company = randomUUID();
     const [root, leaf] = await insertChain(ctx(), company, 2, "done");
     const later = new Date(Date.now() + 30 * 24 * HOUR);
-    const id = await insertRestorePoint(ctx(), { companyId: company, sourceIssueId: root!, deleteAfter: later });
+    const id = await insertRestorePoint(ctx(), {
+      companyId: company,
+      sourceIssueId: root!,
+      deleteAfter: later,
+    });
     await db.issue.update({ where: { id: leaf! }, data: { status: "todo" } });
     const row = await restorePointRow(ctx(), id);
     expect(row.deleteAfter!.getTime()).toBeLessThan(Date.now() + 1000);
@@ -157,7 +174,11 @@ describe("deleting", () => {
       status: "pending",
       createdAt,
     });
-    const ownExpiring = await insertRestorePoint(ctx(), { companyId: company, sourceIssueId: doomed!, status: "expiring" });
+    const ownExpiring = await insertRestorePoint(ctx(), {
+      companyId: company,
+      sourceIssueId: doomed!,
+      status: "expiring",
+    });
     const ancestor = await insertRestorePoint(ctx(), { companyId: company, sourceIssueId: root! });
     const seen = await inTransaction(
       "DELETE FROM issues WHERE id = $1",
@@ -185,7 +206,11 @@ describe("deleting", () => {
     const issue = await insertIssue(ctx(), { companyId: company.id });
     const ids = [
       await insertRestorePoint(ctx(), { companyId: company.id, sourceIssueId: issue }),
-      await insertRestorePoint(ctx(), { companyId: company.id, sourceIssueId: randomUUID(), status: "superseded" }),
+      await insertRestorePoint(ctx(), {
+        companyId: company.id,
+        sourceIssueId: randomUUID(),
+        status: "superseded",
+      }),
     ];
     const other = await insertRestorePoint(ctx(), { companyId: randomUUID(), sourceIssueId: issue });
     await db.company.delete({ where: { id: company.id } });
@@ -206,7 +231,12 @@ describe("notifications", () => {
     const [root, leaf] = await insertChain(ctx(), committed, 2);
     await insertRestorePoint(ctx(), { companyId: committed, sourceIssueId: root! });
 
-    await inTransaction("UPDATE issues SET status = 'done' WHERE id = $1", [rbLeaf], async () => undefined, false);
+    await inTransaction(
+      "UPDATE issues SET status = 'done' WHERE id = $1",
+      [rbLeaf],
+      async () => undefined,
+      false,
+    );
     await closeIssue(ctx(), root!);
     // Notifications arrive in commit order: the committed one proves the other was never sent.
     await waitFor(() => received.length > 0, { what: "a notification" });
@@ -248,7 +278,9 @@ describe("on Paperclip's own database", () => {
     const c = new pg.Client({ connectionString: paperclip.url });
     await c.connect();
     try {
-      await c.query(readFileSync(path.join(REPO_ROOT, "packages/testkit/fixtures/paperclip-public-schema.sql"), "utf8"));
+      await c.query(
+        readFileSync(path.join(REPO_ROOT, "packages/testkit/fixtures/paperclip-public-schema.sql"), "utf8"),
+      );
       await applyMigrations(paperclip.url);
       const company = randomUUID();
       const root = randomUUID();

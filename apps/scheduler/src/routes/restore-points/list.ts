@@ -3,10 +3,7 @@
  * workspace's restore points, newest first, optionally only some statuses
  * (`?status=active,expiring`); pass `nextCursor` back as `cursor` for the next page.
  */
-import {
-  listRestorePoints,
-  RESTORE_POINT_STATUSES,
-} from "@reclaim/core/src/domains/restore-point-retention";
+import { listRestorePoints, RESTORE_POINT_STATUSES } from "@reclaim/core/src/domains/restore-point-retention";
 import { z } from "zod";
 import { errorBody } from "../schemas";
 import { route } from "../route";

@@ -23,7 +23,15 @@ import type { Tx } from "../../db";
 import type { JobContext } from "../types";
 import { LIMITS, type RestorePointRetentionConfig } from "./config";
 import { runExpiryHook } from "./hook";
-import { dueWork, nextDue, recordFailures, setDeleteAfter, transition, treeStates, type DueWindow } from "./queries";
+import {
+  dueWork,
+  nextDue,
+  recordFailures,
+  setDeleteAfter,
+  transition,
+  treeStates,
+  type DueWindow,
+} from "./queries";
 import { reviewRestorePoint, type DueRow } from "./rules";
 import { storageFor } from "./survey";
 
@@ -140,10 +148,24 @@ export async function apply(ctx: Ctx, tx: Tx): Promise<Applied> {
     if (u.deleteAfter === null) counts.cleared += 1;
     else counts.scheduled += 1;
   }
-  const expiring = new Set(await transition(tx, toExpire.map((r) => r.id), ["active"], "expiring", now));
+  const expiring = new Set(
+    await transition(
+      tx,
+      toExpire.map((r) => r.id),
+      ["active"],
+      "expiring",
+      now,
+    ),
+  );
   counts.expired = expiring.size;
   const requested = new Set(
-    await transition(tx, toDelete.map((r) => r.id), ["active", "pending"], "delete_requested", now),
+    await transition(
+      tx,
+      toDelete.map((r) => r.id),
+      ["active", "pending"],
+      "delete_requested",
+      now,
+    ),
   );
   for (const row of toDelete) {
     if (!requested.has(row.id)) continue;
@@ -225,7 +247,13 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
     counts.deletionRequested += hooked.length;
     counts.hooksFailed = (await recordFailures(tx, out.hookFailures, ["expiring"], retryAt, now)).length;
     const deleted = new Set(
-      await transition(tx, out.deleted.map((r) => r.id), ["superseded", "delete_requested"], "deleted", now),
+      await transition(
+        tx,
+        out.deleted.map((r) => r.id),
+        ["superseded", "delete_requested"],
+        "deleted",
+        now,
+      ),
     );
     for (const row of out.deleted) {
       if (deleted.has(row.id)) ctx.report.removedEntry(entryId(row), bytesOf(row), { companyId });
@@ -239,7 +267,8 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
 
   if (next.due_now) ctx.deadlines.at("continue", now);
   if (next.review_at) ctx.deadlines.at("retention", next.review_at);
-  if (next.pending_since) ctx.deadlines.at("capture_grace", new Date(next.pending_since.getTime() + LIMITS.captureGraceMs));
+  if (next.pending_since)
+    ctx.deadlines.at("capture_grace", new Date(next.pending_since.getTime() + LIMITS.captureGraceMs));
   if (next.retry_at) ctx.deadlines.at("retry", next.retry_at);
 
   const changed = Object.entries(counts).some(([key, value]) => key !== "reviewed" && value > 0);

@@ -26,7 +26,12 @@ type Ctx = EventContext<RestorePointRetentionConfig>;
 export type WakeReason = "issue_changed" | "issue_deleted" | "company_deleted";
 
 /** The deadline a wake-up requests: a settle window for issue changes, now for deletions. */
-export function wakeRequest(companyId: string, reason: WakeReason, now: Date, settleMs: number): DeadlineRequest {
+export function wakeRequest(
+  companyId: string,
+  reason: WakeReason,
+  now: Date,
+  settleMs: number,
+): DeadlineRequest {
   const dueAt = reason === "issue_changed" ? new Date(now.getTime() + settleMs) : now;
   return { domain: DOMAIN, scope: companyId, reason, dueAt };
 }

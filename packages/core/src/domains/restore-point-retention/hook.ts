@@ -44,7 +44,11 @@ export function expiryHookBody(row: DueRow): ExpiryHookBody {
 }
 
 /** Resolves when the hook accepted the expiry (or there is none); rejects otherwise. */
-export async function runExpiryHook(hook: ExpiryHook | null, row: DueRow, signal: AbortSignal): Promise<void> {
+export async function runExpiryHook(
+  hook: ExpiryHook | null,
+  row: DueRow,
+  signal: AbortSignal,
+): Promise<void> {
   if (hook === null) return;
   const body = JSON.stringify(expiryHookBody(row));
   const response = await fetch(hook.url, {

@@ -169,8 +169,14 @@ export async function registerRestorePoint(
     throw invalid("checkoutName", `is only for nested_checkout restore points (kind is ${input.kind})`);
   }
   const [workspace, issue] = await Promise.all([
-    db.executionWorkspace.findFirst({ where: { id: input.executionWorkspaceId, companyId: input.companyId }, select: { id: true } }),
-    db.issue.findFirst({ where: { id: input.sourceIssueId, companyId: input.companyId }, select: { id: true } }),
+    db.executionWorkspace.findFirst({
+      where: { id: input.executionWorkspaceId, companyId: input.companyId },
+      select: { id: true },
+    }),
+    db.issue.findFirst({
+      where: { id: input.sourceIssueId, companyId: input.companyId },
+      select: { id: true },
+    }),
   ]);
   if (!workspace) invalidReference("executionWorkspaceId", "execution workspace", input);
   if (!issue) invalidReference("sourceIssueId", "issue", input);
@@ -194,7 +200,9 @@ export async function registerRestorePoint(
     },
   });
   // If the capture never activates it, the row is abandoned once the grace ends.
-  return result(row, [due(input.companyId, "capture_grace", new Date(now.getTime() + LIMITS.captureGraceMs))]);
+  return result(row, [
+    due(input.companyId, "capture_grace", new Date(now.getTime() + LIMITS.captureGraceMs)),
+  ]);
 }
 
 function invalidReference(field: string, what: string, input: RegisterInput): never {
@@ -234,7 +242,8 @@ async function verifyStored(storage: StorageProvider, row: Row, input: ActivateI
   const unverified = (field: string, message: string) =>
     new ReclaimError("RECLAIM_ERR_RESTORE_POINT_UNVERIFIED", { message: `${field}: ${message}`, field });
   if (!facts.found) throw unverified("storageKey", `no object is stored at ${row.storageKey}`);
-  if (!facts.headerFound) throw unverified("storageKey", `the sealed key header of ${row.storageKey} is missing`);
+  if (!facts.headerFound)
+    throw unverified("storageKey", `the sealed key header of ${row.storageKey} is missing`);
   if (facts.byteSize !== input.byteSize) {
     throw unverified("byteSize", `the stored object has ${facts.byteSize} bytes, not ${input.byteSize}`);
   }
@@ -287,7 +296,12 @@ export async function activateRestorePoint(
 
 const GOING: RestorePointStatus[] = ["superseded", "delete_requested", "deleted"];
 
-export async function supersedeRestorePoint(db: Db, companyId: string, id: string, now: Date): Promise<LedgerResult> {
+export async function supersedeRestorePoint(
+  db: Db,
+  companyId: string,
+  id: string,
+  now: Date,
+): Promise<LedgerResult> {
   const row = await findRestorePoint(db, companyId, id);
   if (GOING.includes(row.status as RestorePointStatus)) return result(row);
   if (row.status !== "active") throw wrongState(row, "supersede");
@@ -347,7 +361,11 @@ interface Cursor {
 function decodeCursor(token: string): Cursor {
   try {
     const value = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as Partial<Cursor>;
-    if (typeof value.createdAt === "string" && typeof value.id === "string" && !Number.isNaN(Date.parse(value.createdAt))) {
+    if (
+      typeof value.createdAt === "string" &&
+      typeof value.id === "string" &&
+      !Number.isNaN(Date.parse(value.createdAt))
+    ) {
       return { createdAt: value.createdAt, id: value.id };
     }
   } catch {
@@ -383,7 +401,9 @@ export async function listRestorePoints(
   const last = page.at(-1);
   const nextCursor =
     rows.length > input.limit && last
-      ? Buffer.from(JSON.stringify({ createdAt: last.createdAt.toISOString(), id: last.id })).toString("base64url")
+      ? Buffer.from(JSON.stringify({ createdAt: last.createdAt.toISOString(), id: last.id })).toString(
+          "base64url",
+        )
       : null;
   return { restorePoints: page.map(viewOf), nextCursor };
 }

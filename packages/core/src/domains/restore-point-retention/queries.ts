@@ -12,11 +12,26 @@ export interface DueWindow {
   pendingBefore: Date;
 }
 
-export async function dueWork(tx: Tx, companyId: string, window: DueWindow, limit: number): Promise<DueRow[]> {
-  return tx.$queryRawUnsafe<DueRow[]>(sql("due-work.sql"), companyId, window.now, window.pendingBefore, limit);
+export async function dueWork(
+  tx: Tx,
+  companyId: string,
+  window: DueWindow,
+  limit: number,
+): Promise<DueRow[]> {
+  return tx.$queryRawUnsafe<DueRow[]>(
+    sql("due-work.sql"),
+    companyId,
+    window.now,
+    window.pendingBefore,
+    limit,
+  );
 }
 
-export async function treeStates(tx: Tx, companyId: string, sourceIssueIds: string[]): Promise<Map<string, TreeState>> {
+export async function treeStates(
+  tx: Tx,
+  companyId: string,
+  sourceIssueIds: string[],
+): Promise<Map<string, TreeState>> {
   if (sourceIssueIds.length === 0) return new Map();
   // The planner cannot estimate a recursive walk and prices it above jit_above_cost, so
   // PostgreSQL would spend ~20 ms compiling a query that runs in ~3 ms. For this
@@ -89,10 +104,18 @@ export interface NextDue {
 }
 
 export async function nextDue(tx: Tx, companyId: string, window: DueWindow): Promise<NextDue> {
-  const rows = await tx.$queryRawUnsafe<NextDue[]>(sql("next-due.sql"), companyId, window.now, window.pendingBefore);
+  const rows = await tx.$queryRawUnsafe<NextDue[]>(
+    sql("next-due.sql"),
+    companyId,
+    window.now,
+    window.pendingBefore,
+  );
   return rows[0]!;
 }
 
-export async function startupDue(db: Db, captureGraceMs: number): Promise<{ company_id: string; due_at: Date }[]> {
+export async function startupDue(
+  db: Db,
+  captureGraceMs: number,
+): Promise<{ company_id: string; due_at: Date }[]> {
   return db.$queryRawUnsafe(sql("startup-due.sql"), captureGraceMs);
 }

@@ -92,7 +92,13 @@ export function startWakeListener(deps: WakeListenerDeps): WakeListener {
       }
       markReady();
       // Whatever was marked while nobody listened is due now (or at its own time).
-      const requests = await onStartup({ db: deps.db, clock: deps.clock, now: deps.clock.now(), config: deps.config, log: deps.log });
+      const requests = await onStartup({
+        db: deps.db,
+        clock: deps.clock,
+        now: deps.clock.now(),
+        config: deps.config,
+        log: deps.log,
+      });
       await deps.request(requests);
     } catch (error) {
       markReady();
@@ -107,10 +113,13 @@ export function startWakeListener(deps: WakeListenerDeps): WakeListener {
     failed.removeAllListeners("notification");
     failed.end().catch(() => undefined);
     if (stopped || timer) return;
-    timer = setTimeout(() => {
-      timer = undefined;
-      void connect(attempt);
-    }, Math.min(30_000, 1000 * 2 ** attempt));
+    timer = setTimeout(
+      () => {
+        timer = undefined;
+        void connect(attempt);
+      },
+      Math.min(30_000, 1000 * 2 ** attempt),
+    );
     timer.unref();
   };
 
