@@ -22,6 +22,7 @@ import { metricsRoute } from "./routes/metrics";
 import { readyRoute } from "./routes/ready";
 import { reportRoute } from "./routes/report";
 import { reportsRoute } from "./routes/reports";
+import { restorePointRoutes } from "./routes/restore-points";
 import type { Route } from "./routes/route";
 import { sweepsRoute } from "./routes/sweeps";
 import { parseInput } from "./validation";
@@ -68,6 +69,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     reportRoute,
     deadlinesRoute,
     domainsRoute,
+    ...restorePointRoutes,
     metricsRoute(new Metrics(deps)),
     docsRoute(document),
   ) as unknown;

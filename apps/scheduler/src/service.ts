@@ -27,6 +27,11 @@ import {
   type Env,
   type Logger,
 } from "@reclaim/core";
+import {
+  startWakeListener,
+  type RestorePointRetentionConfig,
+  type WakeListener,
+} from "@reclaim/core/src/domains/restore-point-retention";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "./app";
 import type { ApiDeps } from "./deps";
@@ -82,7 +87,21 @@ export async function createScheduler(options: SchedulerOptions = {}): Promise<S
       domains: enabled,
     });
   };
+  // Restore points: the issues trigger's notifications wake the retention worker (no polling).
+  const rpConfig = configs.get("restore-point-retention") as RestorePointRetentionConfig | undefined;
+  const wake: WakeListener | null =
+    rpConfig && enabled.includes("restore-point-retention")
+      ? startWakeListener({
+          databaseUrl: service.databaseUrl,
+          db,
+          clock,
+          log,
+          config: rpConfig,
+          request: (requests) => queues.request(requests),
+        })
+      : null;
   const started = (async () => {
+    await wake?.ready;
     for (let attempt = 0; !stopped; attempt++) {
       try {
         await startupDuties();
@@ -109,6 +128,7 @@ export async function createScheduler(options: SchedulerOptions = {}): Promise<S
     },
     async stop() {
       stopped = true;
+      await wake?.stop();
       await app.close();
       await queues.close();
       await redis.quit().catch(() => redis.disconnect());

@@ -5,6 +5,7 @@
 import type { DomainId } from "./ids";
 import { nativeSessionBackups } from "./native-session-backups";
 import { nativeWorkspaceSync } from "./native-workspace-sync";
+import { restorePointRetention } from "./restore-point-retention";
 import { skillVersionCaches } from "./skill-version-caches";
 import type { AnyDomain, DomainControls } from "./types";
 
@@ -12,6 +13,7 @@ export const IMPLEMENTED_DOMAINS: readonly AnyDomain[] = [
   nativeWorkspaceSync,
   skillVersionCaches,
   nativeSessionBackups,
+  restorePointRetention,
 ];
 
 export const domainRegistry: ReadonlyMap<DomainId, AnyDomain> = new Map(

@@ -19,6 +19,14 @@ export const ERRORS = {
     status: 503,
     message: "A dependency (PostgreSQL or Redis) is unavailable",
   },
+  // Restore-point ledger (domains/restore-point-retention).
+  RECLAIM_ERR_RESTORE_POINT_NOT_FOUND: { status: 404, message: "No such restore point in this company" },
+  RECLAIM_ERR_RESTORE_POINT_STATE: { status: 409, message: "The restore point's status does not allow this" },
+  RECLAIM_ERR_RESTORE_POINT_UNVERIFIED: {
+    status: 422,
+    message: "The stored object does not match what the restore point declares",
+  },
+  RECLAIM_ERR_STORAGE_UNAVAILABLE: { status: 503, message: "The file storage is unavailable" },
   RECLAIM_ERR_CONFIG: { status: 500, message: "The service configuration is invalid" },
   RECLAIM_ERR_INTERNAL: { status: 500, message: "Internal error" },
 } as const;

@@ -1,0 +1,62 @@
+/**
+ * What every restore-point route needs: the domain's configuration (its storage provider)
+ * and a way to schedule the deadlines a ledger change makes due. The ledger API works even
+ * when retention is disabled (captures must still be recorded); then nothing is scheduled.
+ */
+import type { DeadlineRequest, DomainId } from "@reclaim/core";
+import {
+  storageFor,
+  type LedgerResult,
+  type RestorePointRetentionConfig,
+} from "@reclaim/core/src/domains/restore-point-retention";
+import type { StorageProvider } from "@reclaim/shared";
+import type { ApiDeps } from "../../deps";
+import { implementedDomain } from "../guards";
+import { route } from "../route";
+import { errorBody } from "../schemas";
+import { restorePointBody, restorePointParams } from "./schemas";
+
+const ID: DomainId = "restore-point-retention";
+
+export function restorePointConfig(deps: ApiDeps): RestorePointRetentionConfig {
+  implementedDomain(deps, ID);
+  return deps.configs.get(ID) as RestorePointRetentionConfig;
+}
+
+export function restorePointStorage(deps: ApiDeps): StorageProvider {
+  return storageFor(restorePointConfig(deps).storage);
+}
+
+export async function schedule(deps: ApiDeps, deadlines: DeadlineRequest[]): Promise<void> {
+  if (!restorePointConfig(deps).enabled) return;
+  await deps.queues.request(deadlines);
+}
+
+/**
+ * A route that moves one restore point to another status (supersede, request deletion):
+ * the same params and answers, a different ledger operation.
+ */
+export function statusChangeRoute(definition: {
+  url: string;
+  summary: string;
+  change: (db: ApiDeps["db"], companyId: string, id: string, now: Date) => Promise<LedgerResult>;
+}) {
+  return route({
+    method: "POST",
+    url: definition.url,
+    summary: definition.summary,
+    params: restorePointParams,
+    responses: { 200: restorePointBody, 400: errorBody, 404: errorBody, 409: errorBody },
+    async handle({ params }, deps) {
+      restorePointConfig(deps);
+      const { restorePoint, deadlines } = await definition.change(
+        deps.db,
+        params.companyId,
+        params.id,
+        deps.clock.now(),
+      );
+      await schedule(deps, deadlines);
+      return { status: 200, body: { restorePoint } };
+    },
+  });
+}

@@ -1,0 +1,65 @@
+-- One batch of a company's due restore-point work, locked for this job's transaction.
+-- Due: an `active` row whose delete_after has passed (review), a `pending` row created
+-- before the capture grace (abandoned), an `expiring` row (expiry hook) and a `superseded`
+-- or `delete_requested` row (object deletion), the last three unless a retry is pending.
+-- Oldest due first. Rows are locked in id order, as the issues trigger locks them, so a
+-- review and an issue update never deadlock; the conditions are repeated on the locked
+-- rows, so a row that changed while we waited for its lock is re-judged or left out.
+-- $1 text: company id
+-- $2 timestamptz: the clock's now
+-- $3 timestamptz: pending rows created before this are abandoned (now - capture grace)
+-- $4 int: batch size
+-- Output: the row's columns (see rules.ts DueRow) and `work`: review | abandoned | hook | delete
+WITH due AS (
+  -- Each kind of work in its own index order with its own limit, so a company with many
+  -- due rows costs one short index range per batch, not a sort of all of them.
+  (SELECT rp.id, rp.delete_after AS due_at
+     FROM execution_workspace_restore_points rp
+    WHERE rp.company_id = $1::uuid AND rp.status = 'active' AND rp.delete_after <= $2::timestamptz
+    ORDER BY rp.delete_after
+    LIMIT $4::int)
+  UNION ALL
+  (SELECT rp.id, rp.created_at
+     FROM execution_workspace_restore_points rp
+    WHERE rp.company_id = $1::uuid AND rp.status = 'pending' AND rp.created_at <= $3::timestamptz
+    ORDER BY rp.created_at
+    LIMIT $4::int)
+  UNION ALL
+  (SELECT rp.id, COALESCE(rp.retry_at, rp.updated_at)
+     FROM execution_workspace_restore_points rp
+    WHERE rp.company_id = $1::uuid
+      AND rp.status IN ('expiring', 'superseded', 'delete_requested')
+      AND (rp.retry_at IS NULL OR rp.retry_at <= $2::timestamptz)
+    ORDER BY 2
+    LIMIT $4::int)
+  ORDER BY due_at, id
+  LIMIT $4::int
+)
+SELECT rp.id::text AS id,
+       rp.company_id::text AS company_id,
+       rp.execution_workspace_id::text AS execution_workspace_id,
+       rp.source_issue_id::text AS source_issue_id,
+       rp.generation,
+       rp.kind,
+       rp.checkout_name,
+       rp.status,
+       rp.storage_provider,
+       rp.storage_key,
+       rp.byte_size,
+       rp.delete_after,
+       rp.activated_at,
+       rp.created_at,
+       CASE rp.status
+         WHEN 'active' THEN 'review'
+         WHEN 'pending' THEN 'abandoned'
+         WHEN 'expiring' THEN 'hook'
+         ELSE 'delete'
+       END AS work
+  FROM execution_workspace_restore_points rp
+ WHERE rp.id IN (SELECT id FROM due)
+   AND ((rp.status = 'active' AND rp.delete_after <= $2::timestamptz)
+        OR (rp.status = 'pending' AND rp.created_at <= $3::timestamptz)
+        OR (rp.status IN ('expiring', 'superseded', 'delete_requested')
+            AND (rp.retry_at IS NULL OR rp.retry_at <= $2::timestamptz)))
+ ORDER BY rp.id
+   FOR UPDATE OF rp
