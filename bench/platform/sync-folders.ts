@@ -34,11 +34,16 @@ async function main(): Promise<void> {
       await mkdir(path.join(dir, "seeds"), { recursive: true });
       await writeFile(path.join(dir, "descriptor.json"), "{}");
       await writeFile(path.join(dir, "seeds", "workspace.tar"), "x");
-      for (const p of ["descriptor.json", "seeds/workspace.tar", "seeds", "."]) await utimes(path.join(dir, p), old, old);
-      rows.push(`('${id}', '${companies[i % COMPANIES]}', '${i % 3 === 0 ? "running" : "succeeded"}', now() - interval '9 days')`);
+      for (const p of ["descriptor.json", "seeds/workspace.tar", "seeds", "."])
+        await utimes(path.join(dir, p), old, old);
+      rows.push(
+        `('${id}', '${companies[i % COMPANIES]}', '${i % 3 === 0 ? "running" : "succeeded"}', now() - interval '9 days')`,
+      );
     }
     for (let i = 0; i < rows.length; i += 1000) {
-      await client.query(`INSERT INTO heartbeat_runs (id, company_id, status, finished_at) VALUES ${rows.slice(i, i + 1000).join(",")}`);
+      await client.query(
+        `INSERT INTO heartbeat_runs (id, company_id, status, finished_at) VALUES ${rows.slice(i, i + 1000).join(",")}`,
+      );
     }
     await client.end();
 
@@ -66,7 +71,11 @@ async function main(): Promise<void> {
       const scheduler = await createScheduler({ env: serviceEnv, log: silentLogger });
       await scheduler.started; // start-up discovery is requested here
       for (;;) {
-        const sum = await db.reclaimBatchReport.aggregate({ where: { domain: "native-workspace-sync" }, _sum: { checked: true }, _count: true });
+        const sum = await db.reclaimBatchReport.aggregate({
+          where: { domain: "native-workspace-sync" },
+          _sum: { checked: true },
+          _count: true,
+        });
         batches = sum._count;
         if ((sum._sum.checked ?? 0) >= FOLDERS) break;
         await new Promise((resolve) => setTimeout(resolve, 50));
