@@ -276,22 +276,26 @@ describe("batches", () => {
   });
 
   it("check at most 200 entries, sessions and evidence together", async () => {
-    await stack.idle(); // the previous test's continuation must not change the count below
-    const root = sessionsRoot(stack);
-    const before = (await readdir(root)).filter((n) => n !== "quarantine").length;
-    for (let i = before; i < 195; i++)
-      await writeState(stack, newScope(), { companyId: randomUUID(), sessionId: "s" });
-    const entries: { id: string }[] = [];
-    for (let i = 0; i < 10; i++) entries.push(await writeQuarantine(stack, newScope(), 1));
-    const first = await sweep(stack, null, { dryRun: true });
-    expect(first.checked).toBe(200);
-    const second = await sweep(stack, null, { dryRun: true, cursor: first.nextCursor });
-    // The sessions fill the first batch; the evidence entries come in the rest of it and the next.
-    const ids = [...first.entries, ...second.entries].map((e) => e.id);
-    for (const entry of entries) expect(ids.filter((id) => id === entry.id)).toHaveLength(1);
-    expect(first.entries.some((e) => entries.some((x) => x.id === e.id))).toBe(true);
-    expect(second.entries.some((e) => entries.some((x) => x.id === e.id))).toBe(true);
-    expect(second.nextCursor).toBeNull();
+    // A fresh instance: leftovers of the other tests count toward the limit too.
+    const own = await startStack();
+    try {
+      await reportLive(own);
+      for (let i = 0; i < 195; i++)
+        await writeState(own, newScope(), { companyId: randomUUID(), sessionId: "s" });
+      const entries: { id: string }[] = [];
+      for (let i = 0; i < 10; i++) entries.push(await writeQuarantine(own, newScope(), 1));
+      const first = await sweep(own, null, { dryRun: true });
+      expect(first.checked).toBe(200);
+      const second = await sweep(own, null, { dryRun: true, cursor: first.nextCursor });
+      // The sessions fill the first batch; the evidence entries come in the rest of it and the next.
+      const ids = [...first.entries, ...second.entries].map((e) => e.id);
+      for (const entry of entries) expect(ids.filter((id) => id === entry.id)).toHaveLength(1);
+      expect(first.entries.some((e) => entries.some((x) => x.id === e.id))).toBe(true);
+      expect(second.entries.some((e) => entries.some((x) => x.id === e.id))).toBe(true);
+      expect(second.nextCursor).toBeNull();
+    } finally {
+      await own.stop();
+    }
   });
 });
 
