@@ -1,5 +1,5 @@
 // `npm run worker`: serve every enabled retention domain until SIGTERM or SIGINT.
-import { ConfigError } from "@reclaim/core";
+import { ConfigError, readWorkerConfig } from "@reclaim/core";
 import { createWorkerService } from "./service";
 
 async function main(): Promise<void> {
@@ -8,6 +8,9 @@ async function main(): Promise<void> {
   const stop = () => {
     if (stopping) return;
     stopping = true;
+    // Whatever happens while stopping, the process ends: a job still running is then retried
+    // by another worker once its lock lapses.
+    setTimeout(() => process.exit(1), readWorkerConfig().shutdownTimeoutMs + 15_000).unref();
     service.stop().then(
       () => process.exit(0),
       () => process.exit(1),

@@ -10,6 +10,7 @@
  *   continuation); at the timeout, exit anyway (a stalled job is retried by another worker).
  */
 import { Worker, type Job } from "bullmq";
+import type { Redis } from "ioredis";
 import {
   createDb,
   createLogger,
@@ -47,6 +48,20 @@ export interface WorkerService {
   readonly domains: DomainId[];
   start(): Promise<void>;
   stop(): Promise<void>;
+}
+
+/** QUIT, or drop the socket when Redis does not answer within 2 s (it may be restarting). */
+async function closeConnection(connection: Redis): Promise<void> {
+  if (connection.status === "end") return;
+  const quit = connection.quit().then(
+    () => true,
+    () => false,
+  );
+  const answered = await Promise.race([
+    quit,
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 2000).unref()),
+  ]);
+  if (!answered) connection.disconnect();
 }
 
 export function createWorkerService(options: WorkerServiceOptions = {}): WorkerService {
@@ -170,9 +185,7 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
       await queues.close();
       await callbacks?.close();
       await cancellation.stop();
-      await Promise.all(
-        connections.map((c) => (c.status === "end" ? undefined : c.quit().catch(() => c.disconnect()))),
-      );
+      await Promise.all(connections.map(closeConnection));
       await db.$disconnect();
       log.info("worker stopped");
     },

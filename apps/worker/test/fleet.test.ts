@@ -133,7 +133,12 @@ it("SIGTERM finishes the active job, takes no new one, and exits cleanly", async
   p.kill("SIGTERM");
   const later = randomUUID();
   await folderCreated(later);
-  expect(await p.exited).toEqual({ code: 0, signal: null });
+  const exit = await Promise.race([
+    p.exited,
+    new Promise((resolve) => setTimeout(() => resolve("still running"), 40_000)),
+  ]);
+  if (exit === "still running") throw new Error(`the worker did not exit after SIGTERM:\n${p.output()}`);
+  expect(exit).toEqual({ code: 0, signal: null });
   expect(existsSync(folder)).toBe(false);
   expect(await db.reclaimBatchReport.count({ where: { companyId: company, removed: 1 } })).toBe(1);
   const job = await scheduler.deps.queues.queue(DOMAIN).getJob(`${DOMAIN}--${later}`);

@@ -38,7 +38,8 @@ export const eventsRoute = route({
         );
       }
     }
-    await deps.queues.request(requests);
+    // Durable once in the ledger; the jobs follow in the background (see requestSoon).
+    await deps.queues.requestSoon(requests, (error) => deps.log.warn("scheduling deferred", { error }));
     return { status: 202, body: { accepted: body.events.length, deadlines: requests.length } };
   },
 });

@@ -72,18 +72,33 @@ export class DeadlineQueues {
 
   /** Records deadlines and schedules their jobs. */
   async request(requests: DeadlineRequest[]): Promise<void> {
-    if (requests.length === 0) return;
+    await this.syncAll(await this.record(requests));
+  }
+
+  /**
+   * Records deadlines (durably: when this resolves they are in the ledger) and schedules
+   * their jobs in the background, retrying until Redis answers. For callers that must answer
+   * fast, such as the events API: a crash before the jobs exist loses nothing, because every
+   * start and every Redis reconnect rebuilds the queues from the ledger.
+   */
+  async requestSoon(requests: DeadlineRequest[], onError?: (error: unknown) => void): Promise<void> {
+    const keys = await this.record(requests);
+    void this.syncAll(keys, (key) => this.syncSoon(key, onError));
+  }
+
+  private async record(requests: DeadlineRequest[]): Promise<LedgerKey[]> {
+    if (requests.length === 0) return [];
     await requestDeadlines(this.options.db, requests, this.options.clock.now());
     const keys = new Map<string, LedgerKey>();
     for (const r of requests) keys.set(keyOf(r), { domain: r.domain, scope: r.scope });
-    await this.syncAll([...keys.values()]);
+    return [...keys.values()];
   }
 
   /** Syncs keys a few at a time: each holds its own advisory lock, so they never contend. */
-  private async syncAll(keys: LedgerKey[]): Promise<void> {
+  private async syncAll(keys: LedgerKey[], syncOne = (key: LedgerKey) => this.sync(key)): Promise<void> {
     let next = 0;
     const lane = async () => {
-      while (next < keys.length) await this.sync(keys[next++]!);
+      while (next < keys.length) await syncOne(keys[next++]!);
     };
     await Promise.all(Array.from({ length: Math.min(SYNC_LANES, keys.length) }, lane));
   }
