@@ -1,4 +1,13 @@
-import type { AnyDomain, Clock, Db, DeadlineQueues, DomainControls, DomainId, Logger } from "@reclaim/core";
+import type {
+  AnyDomain,
+  Clock,
+  Db,
+  DeadlineQueues,
+  DomainControls,
+  DomainId,
+  Env,
+  Logger,
+} from "@reclaim/core";
 import type { Redis } from "ioredis";
 
 /** What route handlers may use; nothing else leaks into them. */
@@ -11,4 +20,6 @@ export interface ApiDeps {
   domains: ReadonlyMap<DomainId, AnyDomain>;
   configs: ReadonlyMap<DomainId, DomainControls>;
   queuePrefix: string;
+  /** The environment the services read their options from (the domains route shows them). */
+  env: Env;
 }

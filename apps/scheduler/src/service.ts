@@ -67,7 +67,17 @@ export async function createScheduler(options: SchedulerOptions = {}): Promise<S
   const db = createDb(service.databaseUrl);
   const redis = createRedis(service.redisUrl);
   const queues = DeadlineQueues.forService(db, redis, clock, service, log);
-  const deps: ApiDeps = { db, redis, queues, clock, log, domains, configs, queuePrefix: service.queuePrefix };
+  const deps: ApiDeps = {
+    db,
+    redis,
+    queues,
+    clock,
+    log,
+    domains,
+    configs,
+    queuePrefix: service.queuePrefix,
+    env,
+  };
   const app = await buildApp({ token: scheduler.apiToken, deps });
 
   let stopped = false;

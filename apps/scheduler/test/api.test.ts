@@ -330,6 +330,18 @@ describe("response shapes", () => {
       "PAPERCLIP_NATIVE_WORKSPACE_SYNC_RETENTION_DAYS",
     );
     expect(Object.keys(sync.queue).sort()).toEqual(["active", "completed", "delayed", "failed", "waiting"]);
+    expect(sync.controls).toContainEqual(
+      expect.objectContaining({
+        env: "PAPERCLIP_NATIVE_WORKSPACE_SYNC_RETENTION_DAYS",
+        default: "7",
+        value: 7,
+      }),
+    );
+    // Only declared controls are shown: never the token, storage credentials or hook secrets.
+    expect(listed.text).not.toContain(TEST_TOKEN);
+    for (const domain of listed.body.domains) {
+      expect(JSON.stringify(domain.config)).not.toMatch(/secret|accessKey|token/i);
+    }
   });
 
   it("metrics expose queue depth, job duration, bytes and skips in Prometheus format", async () => {
@@ -366,4 +378,22 @@ describe("response shapes", () => {
       "limit",
     ]);
   });
+});
+
+it("GET /v1/domains never shows secrets from the environment", async () => {
+  const secrets = {
+    PAPERCLIP_STORAGE_PROVIDER: "s3",
+    AWS_ACCESS_KEY_ID: "AKIASECRETACCESSKEY1",
+    AWS_SECRET_ACCESS_KEY: "very-secret-s3-key-0123456789",
+    RECLAIM_CALLBACK_SECRET: "very-secret-callback-0123456789",
+    RECLAIM_RESTORE_POINT_EXPIRY_HOOK_URL: "http://127.0.0.1:9/hook",
+  };
+  const own = await startStack({ worker: false, env: secrets });
+  try {
+    const listed = await own.api("GET", "/v1/domains");
+    expect(listed.status).toBe(200);
+    for (const value of [...Object.values(secrets).slice(1, 4), TEST_TOKEN]) expect(listed.text).not.toContain(value);
+  } finally {
+    await own.stop();
+  }
 });

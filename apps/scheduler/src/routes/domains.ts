@@ -1,5 +1,5 @@
 /** GET /v1/domains: every domain id with its controls, queue counts and next deadline. */
-import { DOMAIN_IDS, type DomainId } from "@reclaim/core";
+import { DOMAIN_IDS, shownValue, type DomainId } from "@reclaim/core";
 import { z } from "zod";
 import { route } from "./route";
 
@@ -26,7 +26,12 @@ export const domainsRoute = route({
           dryRun: z.boolean(),
           config: z.record(z.string(), z.unknown()),
           controls: z.array(
-            z.object({ env: z.string(), default: z.string().nullable(), description: z.string() }),
+            z.object({
+              env: z.string(),
+              default: z.string().nullable(),
+              value: z.unknown().describe("Current value; secrets show only as set or unset"),
+              description: z.string(),
+            }),
           ),
           queue: counts.nullable(),
           nextDeadline: z.iso.datetime().nullable(),
@@ -63,10 +68,15 @@ export const domainsRoute = route({
           implemented: true,
           enabled: config.enabled,
           dryRun: config.dryRun,
-          config,
+          // Built from the declared controls only: a domain's full config can hold storage
+          // credentials and hook secrets, which the API never shows.
+          config: Object.fromEntries(
+            Object.entries(domain.options).map(([key, o]) => [key, shownValue(o, deps.env)]),
+          ),
           controls: Object.values(domain.options).map((o) => ({
             env: o.env,
             default: o.defaultText ?? null,
+            value: shownValue(o, deps.env),
             description: o.description,
           })),
           queue: {

@@ -14,7 +14,21 @@ export interface Option<T> {
   readonly unit?: string;
   /** Shown in docs; `undefined` means required. */
   readonly defaultText: string | undefined;
+  /** Never shown by the API (tokens, keys): reported as set or unset only. */
+  readonly secret?: boolean;
   read(env: Env): T;
+}
+
+/** The same option, marked secret. */
+export function secretOption<T>(option: Option<T>): Option<T> {
+  return { ...option, secret: true };
+}
+
+/** What the API may show of an option's current value. */
+export function shownValue(option: Option<unknown>, env: Env): unknown {
+  const value = option.read(env);
+  if (!option.secret) return value;
+  return value === undefined || value === "" ? null : "(set)";
 }
 
 function define<T>(

@@ -7,6 +7,7 @@ import path from "node:path";
 import {
   integerOption,
   optionalStringOption,
+  secretOption,
   readOptions,
   stringOption,
   urlValidator,
@@ -62,9 +63,11 @@ export const serviceOptions = {
     "POST every batch report here (JSON), signed with RECLAIM_CALLBACK_SECRET",
     urlValidator(["http:", "https:"]),
   ),
-  callbackSecret: optionalStringOption(
-    "RECLAIM_CALLBACK_SECRET",
-    "HMAC-SHA256 key for the X-Reclaim-Signature header of report callbacks (defaults to RECLAIM_API_TOKEN)",
+  callbackSecret: secretOption(
+    optionalStringOption(
+      "RECLAIM_CALLBACK_SECRET",
+      "HMAC-SHA256 key for the X-Reclaim-Signature header of report callbacks (defaults to RECLAIM_API_TOKEN)",
+    ),
   ),
   logLevel: stringOption("RECLAIM_LOG_LEVEL", "info", "debug, info, warn or error", (value) =>
     ["debug", "info", "warn", "error"].includes(value)
@@ -74,11 +77,13 @@ export const serviceOptions = {
 };
 
 export const schedulerOptions = {
-  apiToken: stringOption(
-    "RECLAIM_API_TOKEN",
-    undefined,
-    "Bearer token every API call (and the dashboard) must present; the scheduler refuses to start without it",
-    (value) => (value.length >= 16 ? undefined : "must be at least 16 characters"),
+  apiToken: secretOption(
+    stringOption(
+      "RECLAIM_API_TOKEN",
+      undefined,
+      "Bearer token every API call (and the dashboard) must present; the scheduler refuses to start without it",
+      (value) => (value.length >= 16 ? undefined : "must be at least 16 characters"),
+    ),
   ),
   port: integerOption("RECLAIM_PORT", 8080, "HTTP port of the scheduler", { min: 0, max: 65535 }),
   host: stringOption("RECLAIM_HOST", "0.0.0.0", "Address the scheduler listens on"),
