@@ -8,7 +8,7 @@
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";
-import { FaultPoints, InjectedFault } from "@reclaim/core";
+import { FaultPoints, InjectedFault, type BatchReport } from "@reclaim/core";
 import {
   createLocalDiskProvider,
   createS3Provider,
@@ -147,9 +147,8 @@ describe.each(cases)("with $name storage", (provider) => {
     );
     expect(row.deletedAt).not.toBeNull();
     expect(await objectState(storage, storageKey)).toBe("absent");
-    const [report] = await stack.waitForReports(DOMAIN, (r) =>
-      r.some((x) => x.companyId === company && x.removed > 0),
-    );
+    const mine = (x: BatchReport) => x.companyId === company && x.removed > 0;
+    const report = (await stack.waitForReports(DOMAIN, (r) => r.some(mine))).find(mine);
     expect(report).toMatchObject({ removed: 1, reclaimedBytes: sealed.byteSize });
   });
 
