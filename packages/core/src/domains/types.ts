@@ -97,6 +97,12 @@ export interface RetentionDomain<C extends DomainControls = DomainControls, P = 
    * Where the spec says the Paperclip server takes the same lock, this is that namespace.
    */
   readonly lockNamespace?: string;
+  /**
+   * The key of the company-scoped lock for a job of `scope` (default: the scope). A domain
+   * whose work is instance-wide whatever the scope of the request returns one key for all,
+   * so a company sweep never interleaves with the instance job on the same files.
+   */
+  readonly lockKey?: (scope: Scope) => string;
   /** How long after a failed batch the domain tries again (default 15 minutes). */
   readonly failureRetryMs?: number;
   /** Deadlines to request when the scheduler becomes ready ("runs at startup"). */

@@ -2,11 +2,14 @@
  * Finishing interrupted deletions: trees that were retired (renamed aside) but whose delete
  * did not complete (a crash, a full disk, EACCES). A batch tries a bounded number, resuming
  * after the last one it tried, so a leftover that cannot be deleted never blocks the others.
+ * Several jobs may walk the same directory: each leftover is first claimed by renaming it to
+ * a fresh name of the same kind (atomic: one claimant wins, the others see it gone and move
+ * on), so no two jobs delete the same tree and none reports another's deletion as failed.
  */
-import { readdir } from "node:fs/promises";
+import { readdir, rename } from "node:fs/promises";
 import path from "node:path";
 import { removeRetired } from "./retire";
-import { retiredPrefixOf, type RetiredPrefix } from "./retired-names";
+import { retiredName, retiredPrefixOf, type RetiredPrefix } from "./retired-names";
 import { entryKind } from "./tree";
 
 export interface LeftoverResult {
@@ -15,6 +18,8 @@ export interface LeftoverResult {
   /** Allocated bytes freed, or the error that kept it. */
   bytes?: number;
   error?: unknown;
+  /** Another job claimed it first: nothing to report here. */
+  taken?: boolean;
 }
 
 export interface LeftoverBatch {
@@ -54,10 +59,21 @@ export async function finishInterruptedDeletes(
       results.push({ name, path: full, error: new Error("symlink: never followed or removed") });
       continue;
     }
+    const claimed = path.join(dir, retiredName(retiredPrefixOf(name)!));
     try {
-      results.push({ name, path: full, bytes: await removeRetired(full) });
+      await rename(full, claimed);
     } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") {
+        results.push({ name, path: full, taken: true });
+        continue;
+      }
       results.push({ name, path: full, error });
+      continue;
+    }
+    try {
+      results.push({ name, path: claimed, bytes: await removeRetired(claimed) });
+    } catch (error) {
+      results.push({ name, path: claimed, error });
     }
   }
   const last = results.at(-1)?.name ?? null;

@@ -4,15 +4,17 @@
  * recorded in the report and the domain tries again at its failure-retry deadline.
  * Low-level error codes are interpreted here and nowhere else.
  */
+import { isPermanentError } from "@reclaim/shared";
 import { UnrecoverableError } from "bullmq";
-import { isReclaimError } from "../errors";
+import { isReclaimError, PermanentError } from "../errors";
 
 const PERMANENT_CODES = new Set(["RECLAIM_ERR_CONFIG", "RECLAIM_ERR_VALIDATION"]);
 
 export function isPermanent(error: unknown): boolean {
-  if (error instanceof UnrecoverableError) return true;
+  if (error instanceof UnrecoverableError || error instanceof PermanentError) return true;
   if (isReclaimError(error)) return PERMANENT_CODES.has(error.code);
-  return (error as { permanent?: unknown } | null)?.permanent === true;
+  // Sealing, storage and quarantine errors say themselves whether a retry can help.
+  return isPermanentError(error);
 }
 
 export function describeError(error: unknown): string {

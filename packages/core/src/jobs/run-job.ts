@@ -121,7 +121,7 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
     writeCursor: cursors.write,
     locked: (fn) =>
       db.$transaction(async (tx) => {
-        await lock(tx, namespace, key.scope);
+        await lock(tx, namespace, domain.lockKey?.(key.scope) ?? key.scope);
         return fn(tx);
       }),
   };
@@ -132,14 +132,23 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
     const applied = await ctx.locked((tx) => domain.apply(ctx, tx, prepared));
     if (domain.finish) await domain.finish(ctx, applied);
   } catch (failure) {
-    const lastAttempt = input.attemptsMade + 1 >= input.attempts;
-    if (!lastAttempt && !isPermanent(failure)) throw failure;
-    error = describeError(failure);
-    deadlines.at(
-      "retry",
-      new Date(startedAt.getTime() + (domain.failureRetryMs ?? DEFAULT_FAILURE_RETRY_MS)),
-    );
-    log.error("batch failed", { error: failure });
+    if (input.signal.aborted) {
+      // Cancelled or shutting down, wherever it stopped (a walk throws AbortError): what was
+      // claimed is due again at once for the next worker, and a sweep reports where its
+      // cursors stopped. Not a failure, and never retried as one.
+      for (const c of claimed) deadlines.at(c.reason, startedAt);
+      log.info("batch stopped early", { why: String(input.signal.reason ?? "aborted") });
+    } else {
+      const lastAttempt = input.attemptsMade + 1 >= input.attempts;
+      if (!lastAttempt && !isPermanent(failure)) throw failure;
+      error = describeError(failure);
+      // The failure-retry deadline, and what made this job due, so work such as start-up
+      // discovery is not forgotten because its first attempt failed.
+      const retryAt = new Date(startedAt.getTime() + (domain.failureRetryMs ?? DEFAULT_FAILURE_RETRY_MS));
+      deadlines.at("retry", retryAt);
+      for (const c of claimed) deadlines.at(c.reason, retryAt);
+      log.error("batch failed", { error: failure });
+    }
   }
 
   const finishedAt = clock.now();
@@ -183,7 +192,9 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
     const k = { domain: d.domain, scope: d.scope };
     if (input.data.kind === "sweep" || keyOf(k) !== own) others.set(keyOf(k), k);
   }
-  for (const k of others.values()) deps.queues.syncSoon(k);
+  void deps.queues.syncManySoon([...others.values()], (failure) =>
+    log.warn("could not schedule a deadline yet; retrying", { error: failure }),
+  );
 
   const { entries: _entries, ...summary } = stored;
   log.info("job.finished", {

@@ -82,8 +82,12 @@ export class DeadlineQueues {
    * start and every Redis reconnect rebuilds the queues from the ledger.
    */
   async requestSoon(requests: DeadlineRequest[], onError?: (error: unknown) => void): Promise<void> {
-    const keys = await this.record(requests);
-    void this.syncAll(keys, (key) => this.syncSoon(key, onError));
+    void this.syncManySoon(await this.record(requests), onError);
+  }
+
+  /** `syncSoon` for many keys, a few at a time (a pool of connections serves them). */
+  syncManySoon(keys: LedgerKey[], onError?: (error: unknown) => void): Promise<void> {
+    return this.syncAll(keys, (key) => this.syncSoon(key, onError));
   }
 
   private async record(requests: DeadlineRequest[]): Promise<LedgerKey[]> {

@@ -7,7 +7,15 @@ import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, readdir, symlink } from "node:fs/promises";
 import path from "node:path";
-import { createLogger, FaultPoints, InjectedFault, readConfigOf, type BatchReport } from "@reclaim/core";
+import {
+  createLogger,
+  FaultPoints,
+  PermanentError,
+  readConfigOf,
+  runJob,
+  silentLogger,
+  type BatchReport,
+} from "@reclaim/core";
 import { startStack, type Stack } from "@reclaim/testkit";
 import {
   DOMAIN,
@@ -73,7 +81,8 @@ describe("deadlines", () => {
       events: [{ type: "native_workspace_sync.folder_created", companyId: company, runId: run }],
     });
     expect(accepted.status).toBe(202);
-    const [report] = await stack.waitForReports(DOMAIN, (r) => r.some((x) => x.companyId === company));
+    const ours = (x: BatchReport) => x.companyId === company;
+    const report = (await stack.waitForReports(DOMAIN, (r) => r.some(ours))).find(ours);
     expect(report!.entries).toEqual([
       expect.objectContaining({ outcome: "skipped", reason: "folder_recently_modified" }),
     ]);
@@ -119,9 +128,7 @@ describe("crash recovery", () => {
       const crashing = await stack.startWorker({
         faults: FaultPoints.of({
           [point]: () => {
-            const fault = new InjectedFault(point) as InjectedFault & { permanent: boolean };
-            fault.permanent = true; // no BullMQ retry: the next batch must finish the work
-            throw fault;
+            throw new PermanentError(`injected at ${point}`); // no BullMQ retry: the next batch must finish the work
           },
         }),
       });
@@ -281,6 +288,53 @@ describe("logs", () => {
         skipped: { run_not_settled: 1 },
       });
       expect(line!.reclaimedBytes).toBe(line!.candidateBytes);
+    } finally {
+      await stack.stop();
+    }
+  });
+});
+
+describe("stopping early", () => {
+  it("a batch aborted inside a folder walk (cancel, shutdown) reports where it stopped, is not retried, and makes its claim due again", async () => {
+    const stack = await startStack({ worker: false });
+    try {
+      const company = randomUUID();
+      for (let i = 0; i < 3; i++) await makeFolder(stack, await insertRun(stack, { companyId: company }));
+      await stack.scheduler.deps.queues.request([
+        { domain: DOMAIN, scope: company, reason: "folder_created", dueAt: new Date() },
+      ]);
+      const abort = new AbortController();
+      let surveyed = 0;
+      const deps = {
+        db: stack.db,
+        queues: stack.scheduler.deps.queues,
+        clock: stack.scheduler.deps.clock,
+        instanceRoot: stack.instanceRoot,
+        log: silentLogger,
+        // The job is told to stop while it walks the first folder: the walk throws.
+        faults: FaultPoints.of({
+          "native-workspace-sync.surveyed": () => {
+            surveyed += 1;
+            abort.abort(new Error("cancelled"));
+            abort.signal.throwIfAborted();
+          },
+        }),
+        configs: stack.scheduler.deps.configs,
+        domains: stack.scheduler.deps.domains,
+      };
+      const report = await runJob(deps, {
+        id: `${DOMAIN}--${company}`,
+        data: { kind: "deadline", domain: DOMAIN, scope: company },
+        attemptsMade: 0,
+        attempts: 3,
+        signal: abort.signal,
+      });
+      expect(report).toMatchObject({ cancelled: true, error: null, removed: 0 });
+      expect(surveyed).toBe(1);
+      const due = await stack.db.reclaimDeadline.findMany({ where: { domain: DOMAIN, companyId: company } });
+      expect(due.map((d) => d.reason)).toEqual(["folder_created"]);
+      expect(due[0]!.dueAt.getTime()).toBeLessThanOrEqual(Date.now());
+      for (const name of await readdir(syncRoot(stack))) expect(name.startsWith(".expired-")).toBe(false);
     } finally {
       await stack.stop();
     }

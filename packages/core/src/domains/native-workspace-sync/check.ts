@@ -22,7 +22,7 @@ import { recordedProcessIsLive } from "../../process/liveness";
 import type { JobContext } from "../types";
 import { LIMITS, SYNC_DIR, type NativeWorkspaceSyncConfig } from "./config";
 import { runOwners, runsOfCompany, runStates } from "./queries";
-import { judgeFolder } from "./rules";
+import { judgeFolder, type Verdict } from "./rules";
 import { listRunFolderNames, type FolderSurvey } from "./survey";
 
 type Ctx = JobContext<NativeWorkspaceSyncConfig>;
@@ -53,6 +53,7 @@ async function finishLeftovers(ctx: Ctx, root: string): Promise<void> {
   });
   await ctx.writeCursor("leftovers", batch.cursor);
   for (const result of batch.results) {
+    if (result.taken) continue; // another job finished it
     if (result.error === undefined) {
       ctx.report.removedEntry(rel(result.name), result.bytes ?? 0, { reason: "interrupted_deletion" });
     } else {
@@ -63,11 +64,12 @@ async function finishLeftovers(ctx: Ctx, root: string): Promise<void> {
   if (batch.cursor !== null) ctx.deadlines.at("continue", ctx.startedAt);
 }
 
-async function ownersInChunks(ctx: Ctx, names: string[]): Promise<Map<string, string> | null> {
+async function ownersInChunks(ctx: Ctx, names: string[]): Promise<Map<string, string>> {
   const owners = new Map<string, string>();
   for (let i = 0; i < names.length; i += LIMITS.discoveryChunk) {
-    // Discovery stops when the worker drains or shuts down; a later job starts it again.
-    if (ctx.signal.aborted) return null;
+    // Discovery stops when the worker drains or shuts down; the platform makes what this
+    // job claimed (start-up included) due again at once for the next worker.
+    ctx.signal.throwIfAborted();
     for (const [id, company] of await runOwners(ctx.db, names.slice(i, i + LIMITS.discoveryChunk))) {
       owners.set(id, company);
     }
@@ -84,10 +86,6 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
   if (ctx.scope === INSTANCE_SCOPE) {
     // Deadline discovery: run state 200 folders at a time, stopping on shutdown.
     const owners = await ownersInChunks(ctx, names);
-    if (owners === null) {
-      ctx.deadlines.at("continue", ctx.startedAt);
-      return { root, folders: [], more: false };
-    }
     if (ctx.claimed.some((c) => c.reason === "startup")) {
       for (const company of new Set(owners.values())) ctx.deadlines.at("startup", ctx.startedAt, company);
     }
@@ -104,35 +102,66 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
   for (const name of slice) {
     if (ctx.signal.aborted) break;
     folders.push(await surveyFolder(root, name, ctx.signal));
+    await ctx.faults.hit("native-workspace-sync.surveyed");
   }
   return { root, folders, more: start >= 0 && start + folders.length < mine.length };
 }
 
 export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Applied> {
+  const judge = { now: ctx.startedAt, windowMs: ctx.config.windowMs, isLive: recordedProcessIsLive };
+  const isFolder = (f: FolderSurvey) => f.kind === "directory" && f.stats !== null;
+  // 1. Judge every folder on run state read without any lock (one query): most are kept, and
+  //    a kept folder's run is never locked.
   const states = await runStates(
     tx,
-    prepared.folders.map((f) => f.name),
+    prepared.folders.filter(isFolder).map((f) => f.name),
   );
-  const judge = { now: ctx.startedAt, windowMs: ctx.config.windowMs, isLive: recordedProcessIsLive };
-  // Every run's finalization ownership lock in one round trip; held until this transaction ends.
-  const owned = await tryLockMany(
-    tx,
-    LOCK_NAMESPACES.nativeRunFinalization,
-    prepared.folders.filter((f) => f.kind === "directory").map((f) => f.name),
-  );
+  const first = new Map<string, Verdict>();
+  for (const folder of prepared.folders.filter(isFolder)) {
+    first.set(folder.name, judgeFolder(folder.stats!, states.get(folder.name) ?? null, judge));
+  }
+  // 2. The run's finalization ownership lock for the candidates this batch can remove (one
+  //    query), held until commit, and their run state read again under it. A dry run takes
+  //    no lock: it only reports.
+  const candidates = prepared.folders
+    .filter((f) => first.get(f.name)?.remove)
+    .slice(0, LIMITS.removalsPerBatch)
+    .map((f) => f.name);
+  const lockable = new Set(candidates);
+  const owned = ctx.dryRun
+    ? lockable
+    : await tryLockMany(tx, LOCK_NAMESPACES.nativeRunFinalization, candidates);
+  const underLock = await runStates(tx, [...owned]);
+
   const retired: Applied["retired"] = [];
   let examined = 0;
-
   for (const folder of prepared.folders) {
     if (ctx.signal.aborted || retired.length >= LIMITS.removalsPerBatch) break;
+    // Candidates past those locked above wait for the next batch (the cursor stops here).
+    if (first.get(folder.name)?.remove && !lockable.has(folder.name)) break;
     examined += 1;
     ctx.report.examined();
     const id = rel(folder.name);
-    if (folder.kind !== "directory" || folder.stats === null) {
+    if (!isFolder(folder)) {
       ctx.report.skip(id, folder.kind === "symlink" ? "symlink" : "not_a_directory");
       continue;
     }
-    const run = states.get(folder.name) ?? null;
+    const verdict = first.get(folder.name)!;
+    const seen = states.get(folder.name) ?? null;
+    if (!verdict.remove) {
+      ctx.report.skip(id, verdict.reason, {
+        companyId: seen?.company_id ?? null,
+        bytes: folder.stats!.allocatedBytes,
+      });
+      ctx.deadlines.at("retention", verdict.recheckAt);
+      continue;
+    }
+    if (!owned.has(folder.name)) {
+      ctx.report.skip(id, "finalization_lock_held", { companyId: seen?.company_id ?? null });
+      ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+      continue;
+    }
+    const run = underLock.get(folder.name) ?? null;
     const companyId = run?.company_id ?? null;
     if (ctx.scope === INSTANCE_SCOPE && run !== null) {
       // The run row appeared after the survey: the folder now belongs to its company's job.
@@ -140,28 +169,22 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
       ctx.deadlines.at("discovered", ctx.startedAt, run.company_id);
       continue;
     }
-    if (!owned.has(folder.name)) {
-      ctx.report.skip(id, "finalization_lock_held", { companyId });
-      ctx.deadlines.at("retry", later(ctx, RETRY_MS));
-      continue;
-    }
-    let verdict = judgeFolder(folder.stats, run, judge);
     // The survey ran before the lock; a writer holding the lock may have touched the folder
     // since. Read it again now that nobody else can, and judge what is there.
-    const now = verdict.remove ? await surveyFolder(prepared.root, folder.name) : folder;
-    if (verdict.remove && (now.stats === null || !sameIdentity(now.identity, folder.identity))) {
+    const now = await surveyFolder(prepared.root, folder.name);
+    if (now.stats === null || !sameIdentity(now.identity, folder.identity)) {
       ctx.report.skip(id, "folder_changed", { companyId });
       ctx.deadlines.at("retry", later(ctx, RETRY_MS));
       continue;
     }
-    if (verdict.remove) verdict = judgeFolder(now.stats!, run, judge);
-    const bytes = now.stats!.allocatedBytes;
-    if (!verdict.remove) {
-      ctx.report.skip(id, verdict.reason, { companyId, bytes });
-      ctx.deadlines.at("retention", verdict.recheckAt);
+    const final = judgeFolder(now.stats, run, judge);
+    const bytes = now.stats.allocatedBytes;
+    if (!final.remove) {
+      ctx.report.skip(id, final.reason, { companyId, bytes });
+      ctx.deadlines.at("retention", final.recheckAt);
       continue;
     }
-    ctx.report.candidate(id, bytes, { companyId, reason: verdict.because });
+    ctx.report.candidate(id, bytes, { companyId, reason: final.because });
     if (ctx.dryRun) continue;
     let to: string;
     try {

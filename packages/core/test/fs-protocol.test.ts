@@ -1,0 +1,143 @@
+/**
+ * The shared filesystem protocol every domain uses (packages/core/src/fs): rename a real
+ * directory aside to a retired name, delete it later, finish interrupted deletions, and never
+ * follow a symbolic link. Real directories in a temporary root.
+ */
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import {
+  finishInterruptedDeletes,
+  identityOf,
+  removeRetired,
+  retire,
+  retiredName,
+  RetireRefused,
+  retiredPrefixOf,
+} from "@reclaim/core";
+
+let root: string;
+beforeEach(async () => {
+  root = await mkdtemp(path.join(tmpdir(), "reclaim-fs-"));
+});
+afterEach(async () => rm(root, { recursive: true, force: true }));
+
+async function tree(dir: string, files = 3): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  for (let i = 0; i < files; i++) await writeFile(path.join(dir, `f${i}`), Buffer.alloc(8192, i));
+  return dir;
+}
+
+async function refusal(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof RetireRefused) return error.reason;
+    throw error;
+  }
+  return "accepted";
+}
+
+describe("retire renames only a real directory, to a unique retired sibling", () => {
+  it("renames a directory to <prefix>-<UUID> in the same folder", async () => {
+    const dir = await tree(path.join(root, "run"));
+    const to = await retire(dir, ".expired");
+    expect(path.dirname(to)).toBe(root);
+    expect(retiredPrefixOf(path.basename(to))).toBe(".expired");
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it("refuses a symlink, a file, a missing path, and a directory whose identity changed", async () => {
+    const outside = await tree(path.join(root, "outside"));
+    await symlink(outside, path.join(root, "link"));
+    await writeFile(path.join(root, "file"), "x");
+    const dir = await tree(path.join(root, "dir"));
+    const checked = await identityOf(dir);
+    // Moved away and recreated at the same path (while the old one exists: a different inode).
+    await rename(dir, path.join(root, "moved"));
+    await tree(dir);
+
+    expect(await refusal(retire(path.join(root, "link"), ".expired"))).toBe("symlink");
+    expect(await refusal(retire(path.join(root, "file"), ".expired"))).toBe("not_a_directory");
+    expect(await refusal(retire(path.join(root, "missing"), ".expired"))).toBe("missing");
+    expect(await refusal(retire(dir, ".expired", checked!))).toBe("identity_changed");
+    expect((await readdir(root)).sort()).toEqual(["dir", "file", "link", "moved", "outside"]);
+  });
+});
+
+describe("removeRetired never follows a symlink", () => {
+  it("deletes the link inside a retired tree, not what it points to, and counts allocated bytes", async () => {
+    const outside = await tree(path.join(root, "outside"));
+    const dir = await tree(path.join(root, "run"));
+    await symlink(outside, path.join(dir, "escape"));
+    const bytes = await removeRetired(await retire(dir, ".expired"));
+    expect(bytes).toBeGreaterThanOrEqual(3 * 8192);
+    expect(await readFile(path.join(outside, "f0"))).toHaveLength(8192);
+    expect(await readdir(root)).toEqual(["outside"]);
+  });
+
+  it("refuses a retired name that is itself a symlink", async () => {
+    const outside = await tree(path.join(root, "outside"));
+    const link = path.join(root, retiredName(".expired"));
+    await symlink(outside, link);
+    await expect(removeRetired(link)).rejects.toBeInstanceOf(RetireRefused);
+    expect(await readdir(outside)).toHaveLength(3);
+  });
+
+  it("refuses a path that does not carry a retired name", async () => {
+    const dir = await tree(path.join(root, "run"));
+    await expect(removeRetired(dir)).rejects.toThrow(/does not carry a retired name/);
+    expect(existsSync(dir)).toBe(true);
+  });
+});
+
+describe("finishing interrupted deletions", () => {
+  it("deletes leftovers in bounded batches, continuing from its cursor past one it cannot delete", async () => {
+    const outside = await tree(path.join(root, "outside"));
+    // A symlink carrying a retired name cannot be deleted by the protocol: it stays, and the
+    // walk goes on past it.
+    await symlink(outside, path.join(root, retiredName(".expired")));
+    for (let i = 0; i < 4; i++) await tree(path.join(root, retiredName(".expired")), 1);
+    await tree(path.join(root, "live-run")); // not retired: never touched
+
+    const first = await finishInterruptedDeletes(root, { prefixes: [".expired"], limit: 3, after: null });
+    expect(first.results).toHaveLength(3);
+    expect(first.cursor).not.toBeNull();
+    const second = await finishInterruptedDeletes(root, {
+      prefixes: [".expired"],
+      limit: 3,
+      after: first.cursor,
+    });
+    expect(second.results).toHaveLength(2);
+    expect(second.cursor).toBeNull();
+
+    const all = [...first.results, ...second.results];
+    expect(all.filter((r) => r.error !== undefined)).toHaveLength(1);
+    expect(all.filter((r) => r.error === undefined && !r.taken)).toHaveLength(4);
+    const left = (await readdir(root)).sort();
+    expect(left).toHaveLength(3);
+    expect(left).toEqual(expect.arrayContaining(["live-run", "outside"]));
+    expect(await readdir(outside)).toHaveLength(3);
+  });
+
+  it("two jobs finishing the same folder at once delete each leftover exactly once, and neither reports a failure", async () => {
+    for (let i = 0; i < 40; i++) await tree(path.join(root, retiredName(".expired")), 4);
+    const walk = () => finishInterruptedDeletes(root, { prefixes: [".expired"], limit: 50, after: null });
+    const [a, b] = await Promise.all([walk(), walk()]);
+    const results = [...a.results, ...b.results];
+    expect(results.filter((r) => r.error !== undefined)).toEqual([]);
+    const deleted = results.filter((r) => !r.taken);
+    expect(deleted).toHaveLength(40);
+    expect(new Set(deleted.map((r) => r.name)).size).toBe(40);
+    expect(await readdir(root)).toEqual([]);
+  });
+
+  it("only walks the prefixes it is given", async () => {
+    const trash = await tree(path.join(root, retiredName(".trash")));
+    const retiring = await tree(path.join(root, retiredName(".retiring")));
+    const batch = await finishInterruptedDeletes(root, { prefixes: [".expired"], limit: 50, after: null });
+    expect(batch.results).toEqual([]);
+    expect(existsSync(trash) && existsSync(retiring)).toBe(true);
+  });
+});
