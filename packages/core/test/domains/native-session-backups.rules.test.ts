@@ -6,11 +6,13 @@ import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { DAY_MS, TestClock } from "@reclaim/core";
 import { daysAgo, startStack, writeTree, type Stack } from "@reclaim/testkit";
 import {
   closedSession,
   copyId,
   currentDir,
+  DOMAIN,
   newScope,
   outcomeOf,
   reportLive,
@@ -216,6 +218,26 @@ describe("liveness in the Paperclip server", () => {
     await expectKept(s.scope, "liveness_unknown");
     await reportLive(stack, [], new Date());
     expect(outcomeOf(await sweep(stack, null), copyId(s.scope))).toBe("removed");
+  });
+
+  it("a report dated in the future counts from when it was received: it goes stale, and correctly dated reports replace it", async () => {
+    const clock = new TestClock(Date.now());
+    const skewed = await startStack({ clock });
+    try {
+      // Only this test's sweeps run here: the start-up sweep must not come due when the clock moves.
+      await skewed.db.reclaimDeadline.deleteMany({ where: { domain: DOMAIN } });
+      const s = await closedSession(skewed);
+      const outcome = async () => outcomeOf(await sweep(skewed, null), copyId(s.scope));
+      // The Paperclip server's clock runs a day ahead.
+      await reportLive(skewed, [{ id: s.scope, state: "warm" }], new Date(clock.now().getTime() + DAY_MS));
+      expect(await outcome()).toBe("session_live");
+      clock.advance(301_000);
+      expect(await outcome()).toBe("liveness_unknown");
+      await reportLive(skewed, [], clock.now());
+      expect(await outcome()).toBe("removed");
+    } finally {
+      await skewed.stop();
+    }
   });
 
   it("an older report arriving late does not replace a newer one", async () => {

@@ -28,7 +28,11 @@ export interface LiveSession {
   cleanupPending?: boolean;
 }
 
-/** What the last `native_sessions.live` report says, judged against the job's clock. */
+/**
+ * What the last `native_sessions.live` report says, judged against the job's clock. Its age
+ * counts from when the server took it, but never from later than Reclaim received it
+ * (queries.ts): a report dated in the future by a skewed clock is not fresh for longer.
+ */
 export type Liveness = { known: false } | { known: true; live: Map<string, LiveSession> };
 
 export function livenessAt(
