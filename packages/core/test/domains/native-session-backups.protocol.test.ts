@@ -19,6 +19,7 @@ import {
   newScope,
   outcomeOf,
   reportLive,
+  type Report,
   sessionDir,
   sessionsRoot,
   sweep,
@@ -67,21 +68,19 @@ const named = (names: string[], prefix: string) => names.filter((n) => n.startsW
  * Runs the instance deadline job for `reason` now; returns the reports of it and of the
  * continuations it asked for (oldest first), once nothing is due any more.
  */
-async function deadline(reason: string, count = 1): Promise<BatchReport[]> {
+async function deadline(reason: string, count = 1, on: Stack = stack): Promise<BatchReport[]> {
   const since = new Date();
-  await stack.scheduler.deps.queues.request([
-    { domain: DOMAIN, scope: INSTANCE_SCOPE, reason, dueAt: since },
-  ]);
+  await on.scheduler.deps.queues.request([{ domain: DOMAIN, scope: INSTANCE_SCOPE, reason, dueAt: since }]);
   const mine = (rs: BatchReport[]) =>
     rs.filter((r) => r.companyId === null && new Date(r.startedAt) >= since);
   await waitFor(async () => {
-    const reports = mine(await stack.waitForReports(DOMAIN, () => true));
-    const pending = await stack.db.reclaimDeadline.count({
+    const reports = mine(await on.waitForReports(DOMAIN, () => true));
+    const pending = await on.db.reclaimDeadline.count({
       where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, dueAt: { lte: new Date() } },
     });
     return reports.length >= count && pending === 0 ? true : null;
   });
-  return mine(await stack.waitForReports(DOMAIN, () => true)).reverse();
+  return mine(await on.waitForReports(DOMAIN, () => true)).reverse();
 }
 
 describe("the expiry protocol", () => {
@@ -273,6 +272,24 @@ describe("batches", () => {
     expect(first!.removed).toBe(50);
     expect(second!.removed).toBe(5);
     for (const s of made) expect(existsSync(currentDir(stack, s.scope))).toBe(false);
+  });
+
+  it("share the 50 removals between copies and evidence: evidence left without a removal is checked by the continuation", async () => {
+    const own = await startStack();
+    try {
+      await reportLive(own);
+      for (let i = 0; i < 51; i++) await closedSession(own);
+      const entry = await writeQuarantine(own, newScope(), 9);
+      // Start-up makes both the session walk and the evidence check due.
+      const [first, second] = await deadline("startup", 2, own);
+      expect(first!.removed).toBe(50);
+      expect((first!.entries ?? []).some((e) => e.id === entry.id)).toBe(false);
+      expect(outcomeOf(second as Report, entry.id)).toBe("removed");
+      expect(second!.removed).toBe(2);
+      expect(existsSync(entry.dir)).toBe(false);
+    } finally {
+      await own.stop();
+    }
   });
 
   it("check at most 200 entries, sessions and evidence together", async () => {

@@ -58,10 +58,12 @@ const RETRY_MS = 15 * MINUTE_MS;
 const SESSION_REASONS = new Set(["startup", "hourly", "retry"]);
 const EVIDENCE_REASONS = new Set(["startup", "evidence", "retry"]);
 /**
- * The evidence cursor of a check that is due but had no room in its batch: non-null, so
- * the continuation runs it, and before every key, so it starts from the beginning.
+ * The cursor of a walk that is due but handled nothing in its batch (no room left after the
+ * sessions, or every removal used before its first entry): non-null, so the continuation
+ * runs it, and before every key, so it starts from the beginning. A null cursor would say
+ * "not due" to the continuation, which claims only `continue`, and the walk would be lost.
  */
-const EVIDENCE_NOT_STARTED = "";
+const NOT_STARTED = "";
 
 export interface Prepared {
   root: string;
@@ -173,7 +175,7 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
     return prepared;
   const room = LIMITS.entriesPerBatch - walked.sessions.length;
   if (room <= 0 || ctx.signal.aborted) {
-    if (evidenceAfter === null) await ctx.writeCursor("evidence", EVIDENCE_NOT_STARTED);
+    if (evidenceAfter === null) await ctx.writeCursor("evidence", NOT_STARTED);
     continueNow(ctx);
     return prepared;
   }
@@ -346,7 +348,8 @@ async function undo(items: { session: SessionSurvey; path: string }[]): Promise<
 function continueWalk(ctx: Ctx) {
   return async (name: string, handled: number, keys: string[], more: boolean, tx: Tx) => {
     if (handled < keys.length || more) {
-      await ctx.writeCursor(name, keys[handled - 1] ?? (await ctx.readCursor(name)), tx);
+      const last = keys[handled - 1] ?? (await ctx.readCursor(name)) ?? NOT_STARTED;
+      await ctx.writeCursor(name, last, tx);
       continueNow(ctx);
     } else {
       await ctx.writeCursor(name, null, tx);
