@@ -7,7 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-import { readdir, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readdir, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { FaultPoints, INSTANCE_SCOPE, InjectedFault, type BatchReport } from "@reclaim/core";
 import { daysAgo, startStack, waitFor, writeTree, type Stack } from "@reclaim/testkit";
@@ -20,6 +20,7 @@ import {
   outcomeOf,
   reportLive,
   type Report,
+  SESSIONS,
   sessionDir,
   sessionsRoot,
   sweep,
@@ -180,6 +181,30 @@ describe("evidence", () => {
     expect(outcomeOf(report, `runtime/paperclip-runner/durable-sessions/quarantine/${link}`)).toBe("symlink");
     expect(existsSync(path.join(target, "keep.txt"))).toBe(true);
     expect(existsSync(cleanup.dir) && existsSync(odd.dir)).toBe(true);
+  });
+
+  it("a symlinked session directory is never walked: archives and quarantine-like content in its target stay", async () => {
+    const old = daysAgo(30);
+    const target = path.join(stack.instanceRoot, `elsewhere-${randomUUID()}`);
+    const archive = `${old.getTime()}-${randomUUID()}`;
+    await writeTree(path.join(target, "continuity-breaks", archive), { "thread.jsonl": 1024 }, old);
+    const quarantined = `x.authority_lost.${old.getTime()}.1.${randomUUID()}`;
+    await writeTree(path.join(target, "quarantine", quarantined), { "runner-state.json": 1024 }, old);
+    const emptyTarget = path.join(stack.instanceRoot, `elsewhere-${randomUUID()}`);
+    await mkdir(path.join(emptyTarget, "continuity-breaks"), { recursive: true });
+    const [linked, linkedEmpty] = [newScope(), newScope()];
+    await mkdir(sessionsRoot(stack), { recursive: true });
+    await symlink(target, sessionDir(stack, linked));
+    await symlink(emptyTarget, sessionDir(stack, linkedEmpty));
+
+    const report = await sweep(stack, null);
+    expect(report.error).toBeNull();
+    const evidenceOf = (scope: string) =>
+      report.entries.filter((e) => e.id.startsWith(`${SESSIONS}/${scope}/c`));
+    expect([...evidenceOf(linked), ...evidenceOf(linkedEmpty)]).toEqual([]);
+    expect(await readdir(path.join(target, "continuity-breaks"))).toEqual([archive]);
+    expect(await readdir(path.join(target, "quarantine"))).toEqual([quarantined]);
+    expect(existsSync(path.join(emptyTarget, "continuity-breaks"))).toBe(true);
   });
 
   it("an entry whose epoch is in the future is aged by its modification time", async () => {

@@ -33,7 +33,7 @@ import {
   SWEEP_INTERVAL_MS,
   type NativeSessionBackupsConfig,
 } from "./config";
-import { listEvidence, surveyEvidence, type EvidenceEntry } from "./evidence";
+import { isRealDirPath, listEvidence, surveyEvidence, type EvidenceEntry } from "./evidence";
 import {
   deleteTaskSessions,
   lockSessionRows,
@@ -83,7 +83,7 @@ interface Deletion {
   path: string;
   companyId?: string | null;
   reason?: string;
-  /** The `continuity-breaks` folder it was in, to remove once empty. */
+  /** The `continuity-breaks` folder it was in (relative to the root), to remove once empty. */
   archiveDir?: string;
 }
 
@@ -94,6 +94,7 @@ interface Expiring {
 }
 
 export interface Applied {
+  root: string;
   expiring: Expiring[];
   deletions: Deletion[];
   archiveDirs: string[];
@@ -201,8 +202,13 @@ const companyOf = (s: SessionSurvey) => (s.state.status === "ok" ? s.state.state
 
 class Batch {
   removalsLeft: number = LIMITS.removalsPerBatch;
-  readonly applied: Applied = { expiring: [], deletions: [], archiveDirs: [], clearedTaskSessions: 0 };
-  constructor(readonly ctx: Ctx) {}
+  readonly applied: Applied;
+  constructor(
+    readonly ctx: Ctx,
+    root: string,
+  ) {
+    this.applied = { root, expiring: [], deletions: [], archiveDirs: [], clearedTaskSessions: 0 };
+  }
 
   delete(item: Deletion): void {
     this.applied.deletions.push(item);
@@ -368,13 +374,19 @@ async function expireEvidence(batch: Batch, prepared: Prepared): Promise<number>
     handled += 1;
     ctx.report.examined();
     const id = rel(entry.key);
-    const archiveDir =
-      entry.key.split("/")[1] === CONTINUITY_BREAKS_DIR ? path.dirname(entry.path) : undefined;
+    const folder = path.dirname(entry.key);
+    const archiveDir = entry.key.split("/")[1] === CONTINUITY_BREAKS_DIR ? folder : undefined;
     const verdict = judgeEvidence(entry, judge);
     if (!verdict.remove) {
       ctx.report.skip(id, verdict.reason);
       if (verdict.dueAt && (nextDue === null || verdict.dueAt < nextDue)) nextDue = verdict.dueAt;
       again ||= verdict.busy === true;
+      continue;
+    }
+    // The folders above it were real directories when listed; one replaced by a symlink
+    // since would take the rename or the delete into the link's target.
+    if (!(await isRealDirPath(prepared.root, folder))) {
+      ctx.report.skip(id, "symlink");
       continue;
     }
     if (verdict.leftover) {
@@ -402,7 +414,7 @@ async function expireEvidence(batch: Batch, prepared: Prepared): Promise<number>
 }
 
 export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Applied> {
-  const batch = new Batch(ctx);
+  const batch = new Batch(ctx, prepared.root);
   const move = continueWalk(ctx);
   if (ctx.kind === "deadline" && ctx.scope === INSTANCE_SCOPE)
     ctx.deadlines.at("hourly", later(ctx, SWEEP_INTERVAL_MS));
@@ -454,8 +466,10 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
     }
   }
   for (const dir of archiveDirs) {
-    // Only an empty folder goes; anything written into it meanwhile keeps it.
-    await rmdir(dir).catch(() => undefined);
+    // Only an empty folder of a real session directory goes; anything written into it
+    // meanwhile keeps it.
+    if (await isRealDirPath(applied.root, dir))
+      await rmdir(path.join(applied.root, dir)).catch(() => undefined);
   }
   if (ctx.report.candidates > 0 || ctx.report.removed > 0) {
     ctx.log.info("native session backups", {

@@ -1,6 +1,8 @@
 /**
  * The evidence native sessions leave under the sessions root, read from the filesystem
- * only (this part never queries the database):
+ * only (this part never queries the database), never through a symlink: a session
+ * directory, `continuity-breaks` or `quarantine` that is a link is not walked at all, and
+ * the directories above an entry are checked again right before it is renamed.
  *   <session>/continuity-breaks/<epoch ms>-<UUID>/           nothing reads these again
  *   quarantine/<session>.<reason>.<epoch ms>.<pid>.<UUID>/   recovery and failed-run retry consult these
  *   quarantine/<session>.identity_indeterminate.cleanup.<UUID>  native cleanup's, referenced from recovery history: kept
@@ -64,18 +66,34 @@ async function names(dir: string): Promise<string[] | null> {
 export interface EvidenceListing {
   /** Every entry key, sorted. */
   keys: string[];
-  /** `<session>/continuity-breaks` folders that are already empty. */
+  /** `<session>/continuity-breaks` folders that are already empty (relative to the root). */
   emptyArchiveDirs: string[];
+}
+
+/**
+ * Whether `rel` (relative to `root`) is a real directory and so is every directory on the
+ * way to it: lstat checks only the last component of a path, so a symlinked session
+ * directory would otherwise lead a walk, a rename or an rmdir into the link's target.
+ */
+export async function isRealDirPath(root: string, rel: string): Promise<boolean> {
+  let at = root;
+  for (const part of rel.split("/")) {
+    at = path.join(at, part);
+    if ((await entryKind(at)) !== "directory") return false;
+  }
+  return true;
 }
 
 export async function listEvidence(root: string, sessions: string[]): Promise<EvidenceListing> {
   const keys: string[] = [];
   const emptyArchiveDirs: string[] = [];
   for (const session of sessions) {
-    const dir = path.join(session, CONTINUITY_BREAKS_DIR);
+    // A symlinked session directory is never walked: what it points at is not this session's.
+    if (!(await isRealDirPath(root, session))) continue;
+    const dir = `${session}/${CONTINUITY_BREAKS_DIR}`;
     const found = await names(path.join(root, dir));
     if (found === null) continue;
-    if (found.length === 0) emptyArchiveDirs.push(path.join(root, dir));
+    if (found.length === 0) emptyArchiveDirs.push(dir);
     for (const name of found) keys.push(`${dir}/${name}`);
   }
   for (const name of (await names(path.join(root, QUARANTINE_DIR))) ?? [])
