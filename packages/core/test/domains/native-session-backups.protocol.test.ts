@@ -7,7 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, readdir, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rename, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { FaultPoints, INSTANCE_SCOPE, InjectedFault, type BatchReport } from "@reclaim/core";
 import { daysAgo, startStack, waitFor, writeTree, type Stack } from "@reclaim/testkit";
@@ -37,6 +37,7 @@ const crash = () => {
   throw new InjectedFault("test");
 };
 const POINTS = [
+  "surveyed",
   "after-retiring-rename",
   "after-expired-rename",
   "after-evidence-rename",
@@ -269,6 +270,45 @@ describe("evidence", () => {
       true,
     );
     expect(named(await readdir(q), ".expired-")).toEqual([]);
+  });
+});
+
+describe("an entry that vanishes between the survey and the step that uses it", () => {
+  const leftoverId = (scope: string, name: string) => `${SESSIONS}/${scope}/failover-backups/${name}`;
+  const retiringOf = (scope: string) =>
+    path.join(sessionDir(stack, scope), "failover-backups", `.retiring-${randomUUID()}`);
+
+  it("an evidence entry is reported vanished, and the rest of the batch goes on", async () => {
+    const gone = await writeQuarantine(stack, newScope(), 9);
+    const kept = await writeQuarantine(stack, newScope(), 9);
+    at("surveyed", () => rm(gone.dir, { recursive: true }));
+    const report = await sweep(stack, null);
+    expect(report.error).toBeNull();
+    expect(outcomeOf(report, gone.id)).toBe("vanished");
+    expect(outcomeOf(report, kept.id)).toBe("removed");
+  });
+
+  it("an unconfirmed .retiring copy that another job moved first is reported vanished, not restored", async () => {
+    const s = await closedSession(stack);
+    const retiring = retiringOf(s.scope);
+    await rename(currentDir(stack, s.scope), retiring);
+    const elsewhere = path.join(path.dirname(retiring), `.expired-${randomUUID()}`);
+    at("surveyed", () => rename(retiring, elsewhere));
+    const report = await sweep(stack, null);
+    expect(report.error).toBeNull();
+    expect(outcomeOf(report, leftoverId(s.scope, path.basename(retiring)))).toBe("vanished");
+    expect(existsSync(currentDir(stack, s.scope))).toBe(false);
+  });
+
+  it("a superseded .retiring copy is reported vanished", async () => {
+    const s = await closedSession(stack, { copyAgeDays: 1 });
+    const retiring = retiringOf(s.scope);
+    await writeTree(retiring, { "manifest.json": "{}" }, daysAgo(9));
+    at("surveyed", () => rm(retiring, { recursive: true }));
+    const report = await sweep(stack, null);
+    expect(report.error).toBeNull();
+    expect(outcomeOf(report, leftoverId(s.scope, path.basename(retiring)))).toBe("vanished");
+    expect(outcomeOf(report, copyId(s.scope))).toBe("copy_written_within_window");
   });
 });
 

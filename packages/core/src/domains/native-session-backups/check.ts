@@ -21,8 +21,8 @@ import { rmdir } from "node:fs/promises";
 import path from "node:path";
 import { MINUTE_MS } from "../../clock";
 import type { Tx } from "../../db";
-import { removeRetired, retire, RetireRefused, treeStats, unretire } from "../../fs";
-import { INSTANCE_SCOPE } from "../../ledger";
+import { removeRetired, retire, RetireRefused, unretire, type RetiredPrefix } from "../../fs";
+import { INSTANCE_SCOPE, type ReportEntry } from "../../ledger";
 import type { JobContext } from "../types";
 import {
   BACKUPS_DIR,
@@ -33,7 +33,13 @@ import {
   SWEEP_INTERVAL_MS,
   type NativeSessionBackupsConfig,
 } from "./config";
-import { isRealDirPath, listEvidence, surveyEvidence, type EvidenceEntry } from "./evidence";
+import {
+  countEvidenceBytes,
+  isRealDirPath,
+  listEvidence,
+  surveyEvidence,
+  type EvidenceEntry,
+} from "./evidence";
 import {
   deleteTaskSessions,
   lockSessionRows,
@@ -103,6 +109,33 @@ export interface Applied {
 
 const later = (ctx: Ctx, ms: number) => new Date(ctx.startedAt.getTime() + ms);
 
+/** Moved or deleted since it was read: by another job, the executor, or the Paperclip server. */
+const isGone = (error: unknown) =>
+  (error instanceof RetireRefused && error.reason === "missing") ||
+  (error as NodeJS.ErrnoException | null)?.code === "ENOENT";
+
+/**
+ * Renames an entry aside; null, with a skip in the report, when it cannot be: gone since it
+ * was read (`vanished`), or refused (`symlink`, `not_a_directory`). Never fails the batch
+ * for one entry; any other failure (I/O) is the batch's.
+ */
+async function retireOrSkip(
+  ctx: Ctx,
+  target: string,
+  prefix: RetiredPrefix,
+  id: string,
+  extra: Partial<ReportEntry> = {},
+): Promise<string | null> {
+  try {
+    return await retire(target, prefix);
+  } catch (error) {
+    if (isGone(error)) ctx.report.skip(id, "vanished", extra);
+    else if (error instanceof RetireRefused) ctx.report.skip(id, error.reason, extra);
+    else throw error;
+    return null;
+  }
+}
+
 /**
  * Ask for the next batch at once. Only a deadline job does: a requested sweep continues
  * through its report's nextCursor, and a `continue` deadline from it would start a real
@@ -149,6 +182,20 @@ async function walkSessions(ctx: Ctx, root: string, names: string[], budget: num
 }
 
 export async function prepare(ctx: Ctx): Promise<Prepared> {
+  const prepared = await survey(ctx);
+  // Between the survey and the lock: what the survey saw can change here (tests only).
+  await ctx.faults.hit("native-session-backups.surveyed");
+  return prepared;
+}
+
+/** Judged as apply will judge them, before any lock, to count only removable entries' bytes. */
+const evidenceJudge = (ctx: Ctx, liveness: Liveness) => ({
+  now: ctx.startedAt,
+  windowMs: ctx.config.evidenceWindowMs,
+  liveness,
+});
+
+async function survey(ctx: Ctx): Promise<Prepared> {
   const root = path.join(ctx.instanceRoot, SESSIONS_DIR);
   const liveness = livenessAt(
     await readLiveness(ctx.db),
@@ -184,9 +231,13 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
   const start = evidenceAfter === null ? 0 : listing.keys.findIndex((k) => k > evidenceAfter);
   const slice = start < 0 ? [] : listing.keys.slice(start, start + room);
   const evidence: EvidenceEntry[] = [];
+  const judge = evidenceJudge(ctx, liveness);
   for (const key of slice) {
     if (ctx.signal.aborted) break;
-    evidence.push(await surveyEvidence(root, key));
+    const entry = await surveyEvidence(root, key);
+    const verdict = judgeEvidence(entry, judge);
+    // Byte counting stays outside the lock, and only for what is going to be removed.
+    evidence.push(verdict.remove && !verdict.leftover ? await countEvidenceBytes(entry, ctx.signal) : entry);
   }
   prepared.evidence = evidence;
   prepared.evidenceMore = start >= 0 && start + evidence.length < listing.keys.length;
@@ -234,7 +285,18 @@ async function finishLeftovers(batch: Batch, session: SessionSurvey): Promise<bo
     // Never confirmed, or confirmed but interrupted before `.expired`: put it back, and let
     // a later batch decide again from what is there then.
     const [first, ...rest] = stale;
-    if (await unretire(first!, path.join(session.path, BACKUPS_DIR, CURRENT))) {
+    let restored: boolean;
+    try {
+      restored = await unretire(first!, path.join(session.path, BACKUPS_DIR, CURRENT));
+    } catch (error) {
+      if (!isGone(error)) throw error;
+      // Another job moved it first: the next batch decides from what is there then, and
+      // drops none of the others meanwhile (one of them may be the only copy left).
+      ctx.report.skip(leftover(first!), "vanished", { companyId });
+      continueNow(ctx);
+      return false;
+    }
+    if (restored) {
       await ctx.faults.hit("native-session-backups.after-restore-rename");
       ctx.report.skip(copyRel(session.name), "unconfirmed_copy_restored", { companyId });
       continueNow(ctx);
@@ -245,8 +307,9 @@ async function finishLeftovers(batch: Batch, session: SessionSurvey): Promise<bo
   for (const superseded of stale) {
     // A newer `current` exists. Renamed first, so an interrupted delete leaves an
     // `.expired-*`, never a half-deleted `.retiring-*` that a later batch could restore.
-    const to = await retire(superseded, ".expired");
-    batch.delete({ rel: leftover(superseded), path: to, companyId, reason: "superseded_by_newer_copy" });
+    const id = leftover(superseded);
+    const to = await retireOrSkip(ctx, superseded, ".expired", id, { companyId });
+    if (to !== null) batch.delete({ rel: id, path: to, companyId, reason: "superseded_by_newer_copy" });
   }
   return judge;
 }
@@ -365,7 +428,7 @@ function continueWalk(ctx: Ctx) {
 
 async function expireEvidence(batch: Batch, prepared: Prepared): Promise<number> {
   const { ctx } = batch;
-  const judge = { now: ctx.startedAt, windowMs: ctx.config.evidenceWindowMs, liveness: prepared.liveness };
+  const judge = evidenceJudge(ctx, prepared.liveness);
   let handled = 0;
   let nextDue: Date | null = null;
   let again = false;
@@ -394,15 +457,14 @@ async function expireEvidence(batch: Batch, prepared: Prepared): Promise<number>
         batch.delete({ rel: id, path: entry.path, reason: "interrupted_deletion", archiveDir });
       continue;
     }
-    ctx.report.candidate(id, (await treeStats(entry.path)).allocatedBytes);
-    if (ctx.dryRun) continue;
-    try {
-      batch.delete({ rel: id, path: await retire(entry.path, ".expired"), archiveDir });
-    } catch (error) {
-      if (!(error instanceof RetireRefused)) throw error;
-      if (error.reason !== "missing") ctx.report.skip(id, error.reason);
+    if (ctx.dryRun) {
+      ctx.report.candidate(id, entry.allocatedBytes);
       continue;
     }
+    const to = await retireOrSkip(ctx, entry.path, ".expired", id);
+    if (to === null) continue;
+    ctx.report.candidate(id, entry.allocatedBytes);
+    batch.delete({ rel: id, path: to, archiveDir });
     await ctx.faults.hit("native-session-backups.after-evidence-rename");
   }
   // Nothing polls: the oldest retained entry says when to look again; a busy session or

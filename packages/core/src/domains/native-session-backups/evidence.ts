@@ -10,7 +10,7 @@
  */
 import { lstat, readdir } from "node:fs/promises";
 import path from "node:path";
-import { entryKind, retiredPrefixOf, type EntryKind } from "../../fs";
+import { entryKind, retiredPrefixOf, treeStats, type EntryKind } from "../../fs";
 import { CONTINUITY_BREAKS_DIR, QUARANTINE_DIR } from "./config";
 
 const UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
@@ -51,6 +51,8 @@ export interface EvidenceEntry {
   name: EvidenceName;
   kind: EntryKind;
   mtimeMs: number;
+  /** Allocated bytes, counted in the survey (outside the lock) for entries due for removal. */
+  allocatedBytes: number;
 }
 
 async function names(dir: string): Promise<string[] | null> {
@@ -109,7 +111,29 @@ export async function surveyEvidence(root: string, key: string): Promise<Evidenc
     parts[0] === QUARANTINE_DIR && parts.length === 2
       ? parseEvidenceName("quarantine", name)
       : parseEvidenceName("continuity_break", name, parts[0]);
-  const kind = await entryKind(full);
-  const mtimeMs = kind === "missing" ? 0 : (await lstat(full)).mtimeMs;
-  return { key, path: full, name: parsed, kind, mtimeMs };
+  try {
+    const stat = await lstat(full);
+    const kind: EntryKind = stat.isSymbolicLink()
+      ? "symlink"
+      : stat.isDirectory()
+        ? "directory"
+        : stat.isFile()
+          ? "file"
+          : "other";
+    return { key, path: full, name: parsed, kind, mtimeMs: stat.mtimeMs, allocatedBytes: 0 };
+  } catch (error) {
+    // Gone since it was listed (another job, the executor): reported as `vanished`.
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    return { key, path: full, name: parsed, kind: "missing", mtimeMs: 0, allocatedBytes: 0 };
+  }
+}
+
+/** The entry with its allocated bytes, or `missing` when it vanished while they were counted. */
+export async function countEvidenceBytes(entry: EvidenceEntry, signal?: AbortSignal): Promise<EvidenceEntry> {
+  try {
+    return { ...entry, allocatedBytes: (await treeStats(entry.path, signal)).allocatedBytes };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    return { ...entry, kind: "missing" };
+  }
 }

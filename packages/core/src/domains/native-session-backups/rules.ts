@@ -131,6 +131,7 @@ export function judgeSession(
 }
 
 export type EvidenceKeepReason =
+  | "vanished"
   | "symlink"
   | "not_a_directory"
   | "unrecognized_name"
@@ -155,6 +156,7 @@ export function judgeEvidence(
     reason,
     ...extra,
   });
+  if (entry.kind === "missing") return keep("vanished");
   if (entry.kind === "symlink") return keep("symlink");
   if (entry.kind !== "directory") return keep("not_a_directory");
   const name = entry.name;
