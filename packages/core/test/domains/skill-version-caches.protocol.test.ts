@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, readdir, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { FaultPoints, INSTANCE_SCOPE, InjectedFault } from "@reclaim/core";
 import { startStack, waitFor, type Stack } from "@reclaim/testkit";
@@ -28,7 +28,7 @@ const at = (point: string, handler: Handler) => armed.set(`skill-version-caches.
 const crash = () => {
   throw new InjectedFault("test");
 };
-const points = ["entry-examined", "after-trash-rename", "before-trash-delete"].map(
+const points = ["listed", "entry-examined", "after-trash-rename", "before-trash-delete"].map(
   (p) => `skill-version-caches.${p}`,
 );
 
@@ -129,6 +129,19 @@ describe("batches", () => {
       cancelled: false,
       error: null,
     });
+  });
+});
+
+describe("an entry that changes between the survey and the rename", () => {
+  it("a version that vanishes after the listing is still in the diagnosis, as vanished", async () => {
+    const c = await company();
+    const skill = await cachedSkill(stack, c, 3);
+    const gone = skill.versions[0]!;
+    at("listed", () => rm(versionDir(stack, c, skill.skillId, gone), { recursive: true }));
+    const report = await sweep(stack, c, { dryRun: true });
+    expect(report.error).toBeNull();
+    expect(report.checked).toBe(3);
+    expect(outcomeOf(report, c, skill.skillId, gone)).toBe("vanished");
   });
 });
 
