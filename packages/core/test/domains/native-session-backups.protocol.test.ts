@@ -38,6 +38,8 @@ const crash = () => {
 };
 const POINTS = [
   "surveyed",
+  "before-leftover-rename",
+  "before-expired-rename",
   "after-retiring-rename",
   "after-expired-rename",
   "after-evidence-rename",
@@ -293,7 +295,7 @@ describe("an entry that vanishes between the survey and the step that uses it", 
     const retiring = retiringOf(s.scope);
     await rename(currentDir(stack, s.scope), retiring);
     const elsewhere = path.join(path.dirname(retiring), `.expired-${randomUUID()}`);
-    at("surveyed", () => rename(retiring, elsewhere));
+    at("before-leftover-rename", () => rename(retiring, elsewhere));
     const report = await sweep(stack, null);
     expect(report.error).toBeNull();
     expect(outcomeOf(report, leftoverId(s.scope, path.basename(retiring)))).toBe("vanished");
@@ -304,11 +306,68 @@ describe("an entry that vanishes between the survey and the step that uses it", 
     const s = await closedSession(stack, { copyAgeDays: 1 });
     const retiring = retiringOf(s.scope);
     await writeTree(retiring, { "manifest.json": "{}" }, daysAgo(9));
-    at("surveyed", () => rm(retiring, { recursive: true }));
+    at("before-leftover-rename", () => rm(retiring, { recursive: true }));
     const report = await sweep(stack, null);
     expect(report.error).toBeNull();
     expect(outcomeOf(report, leftoverId(s.scope, path.basename(retiring)))).toBe("vanished");
     expect(outcomeOf(report, copyId(s.scope))).toBe("copy_written_within_window");
+  });
+});
+
+describe("the instance lock", () => {
+  it("leaves one window: a committed copy restored by a concurrent sweep before its .expired rename is reported vanished, and expires again later", async () => {
+    const s = await closedSession(stack);
+    at("before-expired-rename", async () => {
+      const [retiring] = named(await backups(s.scope), ".retiring-");
+      await rename(
+        path.join(sessionDir(stack, s.scope), "failover-backups", retiring!),
+        currentDir(stack, s.scope),
+      );
+    });
+    const committed = await sweep(stack, null);
+    expect(committed.error).toBeNull();
+    expect(outcomeOf(committed, copyId(s.scope))).toBe("vanished");
+    expect(await stack.db.agentTaskSession.findUnique({ where: { id: s.taskSessionId } })).toBeNull();
+    expect(await backups(s.scope)).toEqual(["current"]);
+    expect(outcomeOf(await sweep(stack, null), copyId(s.scope))).toBe("removed");
+    expect(await backups(s.scope)).toEqual([]);
+  });
+
+  it("is taken by a company's requested sweep too: it waits while the instance job holds it", async () => {
+    const s = await closedSession(stack);
+    let release!: () => void;
+    const hold = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const instanceJob = stack.db.$transaction(
+      async (tx) => {
+        await tx.$queryRawUnsafe(
+          "SELECT pg_advisory_xact_lock(hashtext('reclaim.native-session-backups'), hashtext('instance'))::text",
+        );
+        locked();
+        await hold;
+      },
+      { timeout: 60_000 },
+    );
+    await isLocked;
+    let finished = false;
+    const swept = sweep(stack, s.companyId).then((report) => {
+      finished = true;
+      return report;
+    });
+    // Either the sweep waits for the lock, or (with a lock of its own) it finishes meanwhile.
+    await waitFor(async () => {
+      const rows = await stack.db.$queryRawUnsafe<{ n: number }[]>(
+        `SELECT count(*)::int AS n FROM pg_locks
+          WHERE locktype = 'advisory' AND NOT granted
+            AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+      );
+      return rows[0]!.n > 0 || finished ? true : null;
+    });
+    expect(finished).toBe(false);
+    release();
+    await instanceJob;
+    expect(outcomeOf(await swept, copyId(s.scope))).toBe("removed");
   });
 });
 

@@ -21,7 +21,7 @@ import { rmdir } from "node:fs/promises";
 import path from "node:path";
 import { MINUTE_MS } from "../../clock";
 import type { Tx } from "../../db";
-import { removeRetired, retire, RetireRefused, unretire, type RetiredPrefix } from "../../fs";
+import { entryKind, removeRetired, retire, RetireRefused, unretire, type RetiredPrefix } from "../../fs";
 import { INSTANCE_SCOPE, type ReportEntry } from "../../ledger";
 import type { JobContext } from "../types";
 import {
@@ -55,7 +55,13 @@ import {
   type Liveness,
   type SessionFacts,
 } from "./rules";
-import { listSessionNames, readControlPlaneState, surveySession, type SessionSurvey } from "./survey";
+import {
+  listBackups,
+  listSessionNames,
+  readControlPlaneState,
+  surveySession,
+  type SessionSurvey,
+} from "./survey";
 
 type Ctx = JobContext<NativeSessionBackupsConfig>;
 
@@ -89,6 +95,8 @@ interface Deletion {
   path: string;
   companyId?: string | null;
   reason?: string;
+  /** Evidence (or its leftover): a failed removal makes the evidence check due at the next sweep. */
+  evidence?: boolean;
   /** The `continuity-breaks` folder it was in (relative to the root), to remove once empty. */
   archiveDir?: string;
 }
@@ -274,18 +282,22 @@ class Batch {
  */
 async function finishLeftovers(batch: Batch, session: SessionSurvey): Promise<boolean> {
   const { ctx } = batch;
-  if (ctx.dryRun) return true;
+  if (ctx.dryRun || session.kind !== "directory") return true;
+  // Read again under the lock: another job may have finished, restored or dropped what the
+  // survey saw (its finish runs after its commit, outside the lock).
+  const backups = await listBackups(session.path);
   const companyId = companyOf(session);
   const leftover = (p: string) => rel(`${session.name}/${BACKUPS_DIR}/${path.basename(p)}`);
-  for (const expired of session.expired)
+  for (const expired of backups.expired)
     batch.delete({ rel: leftover(expired), path: expired, companyId, reason: "interrupted_deletion" });
-  let stale = session.retiring;
+  let stale = backups.retiring;
   let judge = true;
-  if (session.current === null && stale.length > 0) {
+  if (!backups.current && stale.length > 0) {
     // Never confirmed, or confirmed but interrupted before `.expired`: put it back, and let
     // a later batch decide again from what is there then.
     const [first, ...rest] = stale;
     let restored: boolean;
+    await ctx.faults.hit("native-session-backups.before-leftover-rename");
     try {
       restored = await unretire(first!, path.join(session.path, BACKUPS_DIR, CURRENT));
     } catch (error) {
@@ -308,6 +320,7 @@ async function finishLeftovers(batch: Batch, session: SessionSurvey): Promise<bo
     // A newer `current` exists. Renamed first, so an interrupted delete leaves an
     // `.expired-*`, never a half-deleted `.retiring-*` that a later batch could restore.
     const id = leftover(superseded);
+    await ctx.faults.hit("native-session-backups.before-leftover-rename");
     const to = await retireOrSkip(ctx, superseded, ".expired", id, { companyId });
     if (to !== null) batch.delete({ rel: id, path: to, companyId, reason: "superseded_by_newer_copy" });
   }
@@ -454,7 +467,13 @@ async function expireEvidence(batch: Batch, prepared: Prepared): Promise<number>
     }
     if (verdict.leftover) {
       if (!ctx.dryRun)
-        batch.delete({ rel: id, path: entry.path, reason: "interrupted_deletion", archiveDir });
+        batch.delete({
+          rel: id,
+          path: entry.path,
+          reason: "interrupted_deletion",
+          evidence: true,
+          archiveDir,
+        });
       continue;
     }
     if (ctx.dryRun) {
@@ -464,7 +483,7 @@ async function expireEvidence(batch: Batch, prepared: Prepared): Promise<number>
     const to = await retireOrSkip(ctx, entry.path, ".expired", id);
     if (to === null) continue;
     ctx.report.candidate(id, entry.allocatedBytes);
-    batch.delete({ rel: id, path: to, archiveDir });
+    batch.delete({ rel: id, path: to, evidence: true, archiveDir });
     await ctx.faults.hit("native-session-backups.after-evidence-rename");
   }
   // Nothing polls: the oldest retained entry says when to look again; a busy session or
@@ -498,34 +517,59 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
   return batch.applied;
 }
 
+/**
+ * Deletes a retired tree and reports it; true when it is gone. Already gone, or taken
+ * mid-way by another job's leftover pass: `vanished` (that job reports it). A failure
+ * leaves the retired name for a later batch: evidence at the next sweep, copies sooner.
+ */
+async function remove(ctx: Ctx, item: Deletion): Promise<boolean> {
+  const extra = {
+    ...(item.companyId !== undefined ? { companyId: item.companyId } : {}),
+    ...(item.reason ? { reason: item.reason } : {}),
+  };
+  let bytes: number | null;
+  try {
+    bytes = (await entryKind(item.path)) === "missing" ? null : await removeRetired(item.path);
+  } catch (error) {
+    if (!isGone(error)) {
+      ctx.report.failed(item.rel, "delete_failed", extra);
+      if (item.evidence) ctx.deadlines.at("evidence", later(ctx, SWEEP_INTERVAL_MS));
+      else ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+      return false;
+    }
+    bytes = null;
+  }
+  if (bytes === null) ctx.report.skip(item.rel, "vanished", extra);
+  else ctx.report.removedEntry(item.rel, bytes, extra);
+  return true;
+}
+
 export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
   for (const item of applied.expiring) {
+    // Committed, not yet `.expired`: a crash here leaves `.retiring-*` with no `current`.
+    await ctx.faults.hit("native-session-backups.before-expired-rename");
+    let expired: string;
     try {
-      const expired = await retire(item.retiring, ".expired");
-      await ctx.faults.hit("native-session-backups.after-expired-rename");
-      ctx.report.removedEntry(item.rel, await removeRetired(expired), { companyId: item.companyId });
+      expired = await retire(item.retiring, ".expired");
     } catch (error) {
-      if (error instanceof Error && error.name === "InjectedFault") throw error;
-      // The retired name stays; the next batch's leftover pass finishes it.
-      ctx.report.failed(item.rel, "delete_failed", { companyId: item.companyId });
-      ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+      if (isGone(error)) {
+        // A concurrent instance sweep restored it after this job committed (README: the
+        // one window left): nothing is lost, the restored copy expires again later.
+        ctx.report.skip(item.rel, "vanished", { companyId: item.companyId });
+      } else {
+        // `.retiring-*` stays, with no `current`: the next batch restores it and decides again.
+        ctx.report.failed(item.rel, "rename_failed", { companyId: item.companyId });
+        ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+      }
+      continue;
     }
+    // Outside any error handling: a crash here leaves `.expired-*` for the next batch.
+    await ctx.faults.hit("native-session-backups.after-expired-rename");
+    await remove(ctx, { rel: item.rel, path: expired, companyId: item.companyId });
   }
   const archiveDirs = new Set(applied.archiveDirs);
   for (const item of applied.deletions) {
-    try {
-      ctx.report.removedEntry(item.rel, await removeRetired(item.path), {
-        ...(item.companyId !== undefined ? { companyId: item.companyId } : {}),
-        ...(item.reason ? { reason: item.reason } : {}),
-      });
-      if (item.archiveDir) archiveDirs.add(item.archiveDir);
-    } catch {
-      ctx.report.failed(item.rel, "delete_failed");
-      // Evidence is looked at again on the next sweep after a failed removal; copies retry.
-      const evidence = item.archiveDir !== undefined || item.rel.includes("/quarantine/");
-      if (evidence) ctx.deadlines.at("evidence", later(ctx, SWEEP_INTERVAL_MS));
-      else ctx.deadlines.at("retry", later(ctx, RETRY_MS));
-    }
+    if ((await remove(ctx, item)) && item.archiveDir) archiveDirs.add(item.archiveDir);
   }
   for (const dir of archiveDirs) {
     // Only an empty folder of a real session directory goes; anything written into it
