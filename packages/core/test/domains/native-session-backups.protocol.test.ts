@@ -7,7 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, readdir, rename, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { FaultPoints, INSTANCE_SCOPE, InjectedFault, type BatchReport } from "@reclaim/core";
 import { daysAgo, startStack, waitFor, writeTree, type Stack } from "@reclaim/testkit";
@@ -131,6 +131,23 @@ describe("the expiry protocol", () => {
     const finished = next.entries.find((e) => e.reason === "interrupted_deletion" && e.id.includes(s.scope));
     expect(finished?.outcome).toBe("removed");
     expect(await backups(s.scope)).toEqual([]);
+  });
+
+  it("with no current, the newest .retiring copy (by write time) is restored and the others are superseded", async () => {
+    const s = await closedSession(stack);
+    const dir = path.join(sessionDir(stack, s.scope), "failover-backups");
+    await rm(currentDir(stack, s.scope), { recursive: true });
+    // Named so that the older copy sorts first.
+    const older = ".retiring-00000000-0000-4000-8000-000000000000";
+    const newer = ".retiring-ffffffff-ffff-4fff-bfff-ffffffffffff";
+    await writeTree(path.join(dir, older), { "manifest.json": "older" }, daysAgo(20));
+    await writeTree(path.join(dir, newer), { "manifest.json": "newer" }, daysAgo(9));
+    const report = await sweep(stack, null);
+    expect(outcomeOf(report, copyId(s.scope))).toBe("unconfirmed_copy_restored");
+    const dropped = report.entries.find((e) => e.id.endsWith(`/${older}`));
+    expect(dropped).toMatchObject({ outcome: "removed", reason: "superseded_by_newer_copy" });
+    expect(await backups(s.scope)).toEqual(["current"]);
+    expect(await readFile(path.join(currentDir(stack, s.scope), "manifest.json"), "utf8")).toBe("newer");
   });
 
   it("a .retiring copy is dropped when a newer current exists", async () => {
@@ -411,6 +428,23 @@ describe("batches", () => {
       expect(outcomeOf(second as Report, entry.id)).toBe("removed");
       expect(second!.removed).toBe(2);
       expect(existsSync(entry.dir)).toBe(false);
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it("count leftovers toward the 50 removals: interrupted deletions past them wait for the continuation", async () => {
+    const own = await startStack();
+    try {
+      await reportLive(own);
+      const s = await closedSession(own, { issueStatus: "in_progress" });
+      const dir = path.join(sessionDir(own, s.scope), "failover-backups");
+      for (let i = 0; i < 60; i++) await writeTree(path.join(dir, `.expired-${randomUUID()}`), { f: "x" });
+      const [first, second] = await deadline("hourly", 2, own);
+      expect(first!.removed).toBe(50);
+      expect(second!.removed).toBe(10);
+      expect(outcomeOf(second as Report, copyId(s.scope))).toBe("issue_open");
+      expect(await readdir(dir)).toEqual(["current"]);
     } finally {
       await own.stop();
     }

@@ -56,9 +56,11 @@ import {
   type SessionFacts,
 } from "./rules";
 import {
+  entriesOf,
   listBackups,
   listSessionNames,
   readControlPlaneState,
+  surveyCopy,
   surveySession,
   type SessionSurvey,
 } from "./survey";
@@ -171,22 +173,26 @@ async function startsFresh(ctx: Ctx, walk: "sessions" | "evidence"): Promise<boo
 async function walkSessions(ctx: Ctx, root: string, names: string[], budget: number) {
   const after = await ctx.readCursor("sessions");
   if (after === null && !(await startsFresh(ctx, "sessions")))
-    return { ran: false, sessions: [], more: false };
+    return { ran: false, sessions: [], entries: 0, more: false };
   const start = after === null ? 0 : names.findIndex((n) => n > after);
   const todo = start < 0 ? [] : names.slice(start);
   const sessions: SessionSurvey[] = [];
   let looked = 0;
+  let entries = 0;
   for (const name of todo) {
-    if (ctx.signal.aborted || sessions.length >= budget) break;
+    if (ctx.signal.aborted || entries >= budget) break;
     looked += 1;
     if (ctx.scope !== INSTANCE_SCOPE) {
       // A company's diagnosis: only the sessions its control-plane state assigns to it.
       const state = await readControlPlaneState(path.join(root, name));
       if (state.status !== "ok" || state.state.companyId !== ctx.scope) continue;
     }
-    sessions.push(await surveySession(root, name, ctx.signal));
+    const session = await surveySession(root, name, ctx.signal);
+    // Its leftovers count toward the batch's entries too.
+    entries += entriesOf(session);
+    sessions.push(session);
   }
-  return { ran: true, sessions, more: looked < todo.length, lastLooked: todo[looked - 1] };
+  return { ran: true, sessions, entries, more: looked < todo.length, lastLooked: todo[looked - 1] };
 }
 
 export async function prepare(ctx: Ctx): Promise<Prepared> {
@@ -229,7 +235,7 @@ async function survey(ctx: Ctx): Promise<Prepared> {
   const evidenceAfter = await ctx.readCursor("evidence");
   if (ctx.scope !== INSTANCE_SCOPE || (evidenceAfter === null && !(await startsFresh(ctx, "evidence"))))
     return prepared;
-  const room = LIMITS.entriesPerBatch - walked.sessions.length;
+  const room = LIMITS.entriesPerBatch - walked.entries;
   if (room <= 0 || ctx.signal.aborted) {
     if (evidenceAfter === null) await ctx.writeCursor("evidence", NOT_STARTED);
     continueNow(ctx);
@@ -259,7 +265,12 @@ const inputs = (sessions: SessionSurvey[]) =>
   sessions.map(inputOf).filter((i): i is SessionInput => i !== null);
 const companyOf = (s: SessionSurvey) => (s.state.status === "ok" ? s.state.state.companyId : null);
 
+/**
+ * The batch's shared limits: 200 entries looked at (sessions, their leftovers, evidence
+ * entries) and 50 removals (copies, leftovers, evidence).
+ */
 class Batch {
+  entriesLeft: number = LIMITS.entriesPerBatch;
   removalsLeft: number = LIMITS.removalsPerBatch;
   readonly applied: Applied;
   constructor(
@@ -269,6 +280,16 @@ class Batch {
     this.applied = { root, expiring: [], deletions: [], archiveDirs: [], clearedTaskSessions: 0 };
   }
 
+  get full(): boolean {
+    return this.entriesLeft <= 0 || this.removalsLeft <= 0;
+  }
+
+  /** An entry is looked at: it counts toward `checked` and the 200. */
+  examine(): void {
+    this.entriesLeft -= 1;
+    this.ctx.report.examined();
+  }
+
   delete(item: Deletion): void {
     this.applied.deletions.push(item);
     this.removalsLeft -= 1;
@@ -276,55 +297,82 @@ class Batch {
 }
 
 /**
- * `.retiring-*` and `.expired-*` left by an interrupted batch. Returns false when the
- * session is not judged in this batch (its copy was just restored, or is being replaced).
+ * The `.retiring-*` copy to put back when `current` is missing: the newest by when it was
+ * written (its newest entry, or its manifest's completedAt), not the first by name (a random
+ * UUID). Only a real directory is restored; null when there is none.
+ */
+async function newestCopy(retiring: string[]): Promise<string | null> {
+  let newest: { path: string; writtenAtMs: number } | null = null;
+  for (const candidate of retiring) {
+    const copy = await surveyCopy(candidate);
+    if (copy?.kind !== "directory") continue;
+    if (newest === null || copy.writtenAtMs > newest.writtenAtMs) newest = copy;
+  }
+  return newest?.path ?? null;
+}
+
+/**
+ * What happens to a session's `.retiring-*` and `.expired-*` left by an interrupted batch,
+ * each one an entry of the batch (and each deletion a removal):
+ *   judge       none left, or all done: judge the copy now;
+ *   wait        its copy was just restored, or moved by another job: judged by a later batch;
+ *   unfinished  the batch is full: the session comes first in the next one.
  * A dry run leaves them as they are.
  */
-async function finishLeftovers(batch: Batch, session: SessionSurvey): Promise<boolean> {
+async function finishLeftovers(
+  batch: Batch,
+  session: SessionSurvey,
+): Promise<"judge" | "wait" | "unfinished"> {
   const { ctx } = batch;
-  if (ctx.dryRun || session.kind !== "directory") return true;
+  if (ctx.dryRun || session.kind !== "directory") return "judge";
   // Read again under the lock: another job may have finished, restored or dropped what the
   // survey saw (its finish runs after its commit, outside the lock).
   const backups = await listBackups(session.path);
   const companyId = companyOf(session);
   const leftover = (p: string) => rel(`${session.name}/${BACKUPS_DIR}/${path.basename(p)}`);
-  for (const expired of backups.expired)
+  for (const expired of backups.expired) {
+    if (batch.full) return "unfinished";
+    batch.examine();
     batch.delete({ rel: leftover(expired), path: expired, companyId, reason: "interrupted_deletion" });
-  let stale = backups.retiring;
-  let judge = true;
-  if (!backups.current && stale.length > 0) {
-    // Never confirmed, or confirmed but interrupted before `.expired`: put it back, and let
-    // a later batch decide again from what is there then.
-    const [first, ...rest] = stale;
-    let restored: boolean;
+  }
+  let superseded = backups.retiring;
+  const restore = backups.current ? null : await newestCopy(backups.retiring);
+  if (restore !== null) {
+    // Never confirmed, or confirmed but interrupted before `.expired`: the newest copy goes
+    // back, the others are superseded by it, and a later batch decides from what is there.
+    if (batch.full) return "unfinished";
+    batch.examine();
     await ctx.faults.hit("native-session-backups.before-leftover-rename");
+    let restored: boolean;
     try {
-      restored = await unretire(first!, path.join(session.path, BACKUPS_DIR, CURRENT));
+      restored = await unretire(restore, path.join(session.path, BACKUPS_DIR, CURRENT));
     } catch (error) {
       if (!isGone(error)) throw error;
-      // Another job moved it first: the next batch decides from what is there then, and
-      // drops none of the others meanwhile (one of them may be the only copy left).
-      ctx.report.skip(leftover(first!), "vanished", { companyId });
+      // Another job moved it first: none of the others is dropped (one may be the only copy).
+      ctx.report.skip(leftover(restore), "vanished", { companyId });
       continueNow(ctx);
-      return false;
+      return "wait";
     }
-    if (restored) {
-      await ctx.faults.hit("native-session-backups.after-restore-rename");
-      ctx.report.skip(copyRel(session.name), "unconfirmed_copy_restored", { companyId });
-      continueNow(ctx);
-    }
-    stale = rest;
-    judge = false;
+    continueNow(ctx);
+    // `current` was written meanwhile: every `.retiring-*` is superseded, at the next batch.
+    if (!restored) return "wait";
+    await ctx.faults.hit("native-session-backups.after-restore-rename");
+    ctx.report.skip(copyRel(session.name), "unconfirmed_copy_restored", { companyId });
+    superseded = backups.retiring.filter((p) => p !== restore);
   }
-  for (const superseded of stale) {
-    // A newer `current` exists. Renamed first, so an interrupted delete leaves an
-    // `.expired-*`, never a half-deleted `.retiring-*` that a later batch could restore.
-    const id = leftover(superseded);
+  for (const stale of superseded) {
+    // A newer copy exists. Renamed first, so an interrupted delete leaves an `.expired-*`,
+    // never a half-deleted `.retiring-*` that a later batch could restore.
+    if (batch.full) return "unfinished";
+    batch.examine();
+    const id = leftover(stale);
     await ctx.faults.hit("native-session-backups.before-leftover-rename");
-    const to = await retireOrSkip(ctx, superseded, ".expired", id, { companyId });
-    if (to !== null) batch.delete({ rel: id, path: to, companyId, reason: "superseded_by_newer_copy" });
+    const to = await retireOrSkip(ctx, stale, ".expired", id, { companyId });
+    if (to === null) continue;
+    await ctx.faults.hit("native-session-backups.after-superseded-rename");
+    batch.delete({ rel: id, path: to, companyId, reason: "superseded_by_newer_copy" });
   }
-  return judge;
+  return restore === null ? "judge" : "wait";
 }
 
 const sameRuns = (a: string[], b: string[]) => a.length === b.length && a.every((id, i) => id === b[i]);
@@ -337,11 +385,16 @@ async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): Promise
   let handled = 0;
 
   for (const session of prepared.sessions) {
-    if (ctx.signal.aborted || batch.removalsLeft <= 0) break;
+    if (ctx.signal.aborted || batch.full) break;
+    batch.examine();
+    const leftovers = await finishLeftovers(batch, session);
+    if (leftovers === "unfinished") break;
+    const verdict =
+      leftovers === "judge" ? judgeSession(session, facts.get(session.name) ?? null, judge) : null;
+    // Its copy would be the 51st removal: it comes first in the next batch.
+    if (verdict?.expire && !ctx.dryRun && batch.removalsLeft <= 0) break;
     handled += 1;
-    ctx.report.examined();
-    if (!(await finishLeftovers(batch, session))) continue;
-    const verdict = judgeSession(session, facts.get(session.name) ?? null, judge);
+    if (verdict === null) continue;
     if (!verdict.expire) {
       ctx.report.skip(copyRel(session.name), verdict.reason, {
         companyId: companyOf(session),
@@ -446,9 +499,9 @@ async function expireEvidence(batch: Batch, prepared: Prepared): Promise<number>
   let nextDue: Date | null = null;
   let again = false;
   for (const entry of prepared.evidence ?? []) {
-    if (ctx.signal.aborted || batch.removalsLeft <= 0) break;
+    if (ctx.signal.aborted || batch.full) break;
     handled += 1;
-    ctx.report.examined();
+    batch.examine();
     const id = rel(entry.key);
     const folder = path.dirname(entry.key);
     const archiveDir = entry.key.split("/")[1] === CONTINUITY_BREAKS_DIR ? folder : undefined;

@@ -178,3 +178,6 @@ export async function surveySession(
     cleanupActivation: (await names(dir)).some((n) => n.startsWith(CLEANUP_ACTIVATION_PREFIX)),
   };
 }
+
+/** How many entries a session counts toward the batch limit: itself and its leftovers. */
+export const entriesOf = (session: SessionSurvey) => 1 + session.retiring.length + session.expired.length;
