@@ -2,7 +2,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdir, utimes, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { daysAgo, writeTree, type Stack } from "@reclaim/testkit";
+import { daysAgo, startStack, writeTree, type Stack, type StackOptions } from "@reclaim/testkit";
 import { sweepDomain } from "@reclaim/testkit";
 
 export const DOMAIN = "native-session-backups";
@@ -143,4 +143,20 @@ export async function writeQuarantine(stack: Stack, scope: string, ageDays: numb
 
 export async function touch(target: string, at: Date): Promise<void> {
   await utimes(target, at, at);
+}
+
+/** Runs `fn` on an instance of its own (with a fresh liveness report), then stops it. */
+export async function withStack(options: StackOptions, fn: (stack: Stack) => Promise<void>): Promise<void> {
+  const own = await startStack(options);
+  try {
+    await reportLive(own);
+    await fn(own);
+  } finally {
+    await own.stop();
+  }
+}
+
+/** A stack with `variable` set to `value` does not start, and says which variable is wrong. */
+export async function expectRefused(variable: string, value: string): Promise<void> {
+  await expect(startStack({ env: { [variable]: value } })).rejects.toThrow(variable);
 }

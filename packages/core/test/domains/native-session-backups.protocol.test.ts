@@ -21,6 +21,7 @@ import {
   reportLive,
   type Report,
   SESSIONS,
+  withStack,
   sessionDir,
   sessionsRoot,
   sweep,
@@ -416,9 +417,7 @@ describe("batches", () => {
   });
 
   it("share the 50 removals between copies and evidence: evidence left without a removal is checked by the continuation", async () => {
-    const own = await startStack();
-    try {
-      await reportLive(own);
+    await withStack({}, async (own) => {
       for (let i = 0; i < 51; i++) await closedSession(own);
       const entry = await writeQuarantine(own, newScope(), 9);
       // Start-up makes both the session walk and the evidence check due.
@@ -428,15 +427,11 @@ describe("batches", () => {
       expect(outcomeOf(second as Report, entry.id)).toBe("removed");
       expect(second!.removed).toBe(2);
       expect(existsSync(entry.dir)).toBe(false);
-    } finally {
-      await own.stop();
-    }
+    });
   });
 
   it("count leftovers toward the 50 removals: interrupted deletions past them wait for the continuation", async () => {
-    const own = await startStack();
-    try {
-      await reportLive(own);
+    await withStack({}, async (own) => {
       const s = await closedSession(own, { issueStatus: "in_progress" });
       const dir = path.join(sessionDir(own, s.scope), "failover-backups");
       for (let i = 0; i < 60; i++) await writeTree(path.join(dir, `.expired-${randomUUID()}`), { f: "x" });
@@ -445,9 +440,7 @@ describe("batches", () => {
       expect(second!.removed).toBe(10);
       expect(outcomeOf(second as Report, copyId(s.scope))).toBe("issue_open");
       expect(await readdir(dir)).toEqual(["current"]);
-    } finally {
-      await own.stop();
-    }
+    });
   });
 
   it("check at most 200 entries, sessions and evidence together", async () => {

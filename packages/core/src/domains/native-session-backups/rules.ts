@@ -92,8 +92,10 @@ function filesystemVerdict(session: SessionSurvey, judge: Judge): SessionVerdict
   if (session.current.kind !== "directory") return keep("not_a_directory");
   if (!judge.liveness.known) return keep("liveness_unknown");
   const live = judge.liveness.live.get(session.name);
-  if (live && LIVE_STATES.has(live.state)) return keep("session_live");
+  // Before `session_live`: every reported session has a live state, so a pending cleanup the
+  // report names would otherwise never be the reason given.
   if (live?.cleanupPending || session.cleanupActivation) return keep("cleanup_activation_pending");
+  if (live && LIVE_STATES.has(live.state)) return keep("session_live");
   if (session.state.status !== "ok")
     return keep(`control_plane_state_${session.state.status}` as SessionKeepReason);
   if (session.current.writtenAtMs > judge.now.getTime() - judge.windowMs)
