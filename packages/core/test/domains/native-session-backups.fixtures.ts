@@ -1,6 +1,8 @@
 /** Fixtures for native session backup tests: real session directories, real rows. */
+import { execFile } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
-import { mkdir, utimes, writeFile } from "node:fs/promises";
+import { chmod, mkdir, utimes, writeFile } from "node:fs/promises";
+import { promisify } from "node:util";
 import path from "node:path";
 import { daysAgo, startStack, writeTree, type Stack, type StackOptions } from "@reclaim/testkit";
 import { sweepDomain } from "@reclaim/testkit";
@@ -159,4 +161,14 @@ export async function withStack(options: StackOptions, fn: (stack: Stack) => Pro
 /** A stack with `variable` set to `value` does not start, and says which variable is wrong. */
 export async function expectRefused(variable: string, value: string): Promise<void> {
   await expect(startStack({ env: { [variable]: value } })).rejects.toThrow(variable);
+}
+
+/**
+ * Makes `file` impossible to delete (or allows it again), so the removal of the tree it is
+ * in fails as it would on a read-only or busy filesystem: the immutable attribute as root
+ * (root ignores permissions), a read-only parent directory otherwise.
+ */
+export async function setDeletable(file: string, deletable: boolean): Promise<void> {
+  if (process.getuid?.() === 0) await promisify(execFile)("chattr", [deletable ? "-i" : "+i", file]);
+  else await chmod(path.dirname(file), deletable ? 0o755 : 0o555);
 }

@@ -20,10 +20,12 @@ import {
   outcomeOf,
   reportLive,
   type Report,
+  type SessionFixture,
   SESSIONS,
   withStack,
   sessionDir,
   sessionsRoot,
+  setDeletable,
   sweep,
   touch,
   writeArchive,
@@ -41,6 +43,8 @@ const POINTS = [
   "surveyed",
   "before-leftover-rename",
   "before-expired-rename",
+  "after-superseded-rename",
+  "final-check",
   "after-retiring-rename",
   "after-expired-rename",
   "after-evidence-rename",
@@ -68,6 +72,8 @@ afterEach(() => armed.clear());
 
 const backups = (scope: string) => readdir(path.join(sessionDir(stack, scope), "failover-backups"));
 const named = (names: string[], prefix: string) => names.filter((n) => n.startsWith(prefix));
+const taskSessionOf = (s: SessionFixture) =>
+  stack.db.agentTaskSession.findUnique({ where: { id: s.taskSessionId } });
 
 /**
  * Runs the instance deadline job for `reason` now; returns the reports of it and of the
@@ -97,7 +103,7 @@ describe("the expiry protocol", () => {
     expect(named(await backups(s.scope), ".retiring-")).toHaveLength(1);
     expect(existsSync(currentDir(stack, s.scope))).toBe(false);
     // The transaction rolled back: the task session is still there.
-    expect(await stack.db.agentTaskSession.findUnique({ where: { id: s.taskSessionId } })).not.toBeNull();
+    expect(await taskSessionOf(s)).not.toBeNull();
 
     const restored = await sweep(stack, null);
     expect(outcomeOf(restored, copyId(s.scope))).toBe("unconfirmed_copy_restored");
@@ -105,7 +111,7 @@ describe("the expiry protocol", () => {
 
     const expired = await sweep(stack, null);
     expect(outcomeOf(expired, copyId(s.scope))).toBe("removed");
-    expect(await stack.db.agentTaskSession.findUnique({ where: { id: s.taskSessionId } })).toBeNull();
+    expect(await taskSessionOf(s)).toBeNull();
   });
 
   it("a run of the session that appears before the final check undoes the rename and keeps the task session", async () => {
@@ -118,7 +124,7 @@ describe("the expiry protocol", () => {
     const report = await sweep(stack, null);
     expect(outcomeOf(report, copyId(s.scope))).toBe("run_appeared");
     expect(await backups(s.scope)).toEqual(["current"]);
-    expect(await stack.db.agentTaskSession.findUnique({ where: { id: s.taskSessionId } })).not.toBeNull();
+    expect(await taskSessionOf(s)).not.toBeNull();
   });
 
   it("a crash after the rename to .expired (decision committed): the next sweep finishes the deletion", async () => {
@@ -127,7 +133,7 @@ describe("the expiry protocol", () => {
     const crashed = await sweep(stack, null);
     expect(crashed.error).toMatch(/injected fault/);
     expect(named(await backups(s.scope), ".expired-")).toHaveLength(1);
-    expect(await stack.db.agentTaskSession.findUnique({ where: { id: s.taskSessionId } })).toBeNull();
+    expect(await taskSessionOf(s)).toBeNull();
     const next = await sweep(stack, null);
     const finished = next.entries.find((e) => e.reason === "interrupted_deletion" && e.id.includes(s.scope));
     expect(finished?.outcome).toBe("removed");
@@ -149,6 +155,68 @@ describe("the expiry protocol", () => {
     expect(dropped).toMatchObject({ outcome: "removed", reason: "superseded_by_newer_copy" });
     expect(await backups(s.scope)).toEqual(["current"]);
     expect(await readFile(path.join(currentDir(stack, s.scope), "manifest.json"), "utf8")).toBe("newer");
+  });
+
+  it("a final check that fails undoes the rename: the copy is current again and the task session kept", async () => {
+    const s = await closedSession(stack);
+    at("final-check", crash);
+    const failed = await sweep(stack, null);
+    expect(failed.error).toMatch(/injected fault/);
+    expect(await backups(s.scope)).toEqual(["current"]);
+    expect(await taskSessionOf(s)).not.toBeNull();
+  });
+
+  it("a crash after commit, before the .expired rename: the next sweep restores the copy, the one after expires it again", async () => {
+    const s = await closedSession(stack);
+    at("before-expired-rename", crash);
+    const crashed = await sweep(stack, null);
+    expect(crashed.error).toMatch(/injected fault/);
+    expect(named(await backups(s.scope), ".retiring-")).toHaveLength(1);
+    expect(await taskSessionOf(s)).toBeNull();
+    expect(outcomeOf(await sweep(stack, null), copyId(s.scope))).toBe("unconfirmed_copy_restored");
+    expect(await backups(s.scope)).toEqual(["current"]);
+    expect(outcomeOf(await sweep(stack, null), copyId(s.scope))).toBe("removed");
+    expect(await backups(s.scope)).toEqual([]);
+  });
+
+  it("a crash after restoring the newest unconfirmed copy: the next sweep drops the others and judges the restored one", async () => {
+    const s = await closedSession(stack);
+    const dir = path.join(sessionDir(stack, s.scope), "failover-backups");
+    const older = `.retiring-${randomUUID()}`;
+    await writeTree(path.join(dir, older), { "manifest.json": "older" }, daysAgo(20));
+    await rename(currentDir(stack, s.scope), path.join(dir, `.retiring-${randomUUID()}`));
+    at("after-restore-rename", crash);
+    const crashed = await sweep(stack, null);
+    expect(crashed.error).toMatch(/injected fault/);
+    expect((await backups(s.scope)).sort()).toEqual([older, "current"].sort());
+    const next = await sweep(stack, null);
+    expect(next.entries.find((e) => e.id.endsWith(`/${older}`))).toMatchObject({
+      outcome: "removed",
+      reason: "superseded_by_newer_copy",
+    });
+    expect(outcomeOf(next, copyId(s.scope))).toBe("removed");
+    expect(await backups(s.scope)).toEqual([]);
+  });
+
+  it("a crash after a superseded .retiring copy is renamed to .expired: the next sweep finishes its deletion", async () => {
+    const s = await closedSession(stack, { copyAgeDays: 1 });
+    const dir = path.join(sessionDir(stack, s.scope), "failover-backups");
+    await writeTree(path.join(dir, `.retiring-${randomUUID()}`), { "manifest.json": "{}" }, daysAgo(9));
+    at("after-superseded-rename", crash);
+    const crashed = await sweep(stack, null);
+    expect(crashed.error).toMatch(/injected fault/);
+    const [expired, ...others] = named(await backups(s.scope), ".expired-");
+    expect({ expired, others, retiring: named(await backups(s.scope), ".retiring-") }).toEqual({
+      expired: expect.any(String),
+      others: [],
+      retiring: [],
+    });
+    const next = await sweep(stack, null);
+    expect(next.entries.find((e) => e.id.endsWith(`/${expired}`))).toMatchObject({
+      outcome: "removed",
+      reason: "interrupted_deletion",
+    });
+    expect(await backups(s.scope)).toEqual(["current"]);
   });
 
   it("a .retiring copy is dropped when a newer current exists", async () => {
@@ -226,6 +294,55 @@ describe("evidence", () => {
     expect(await readdir(path.join(target, "continuity-breaks"))).toEqual([archive]);
     expect(await readdir(path.join(target, "quarantine"))).toEqual([quarantined]);
     expect(existsSync(path.join(emptyTarget, "continuity-breaks"))).toBe(true);
+  });
+
+  it("an already-empty continuity-breaks folder is removed; the session directory stays", async () => {
+    const scope = newScope();
+    const archives = path.join(sessionDir(stack, scope), "continuity-breaks");
+    await mkdir(archives, { recursive: true });
+    const report = await sweep(stack, null);
+    expect(report.error).toBeNull();
+    expect(existsSync(archives)).toBe(false);
+    expect(existsSync(sessionDir(stack, scope))).toBe(true);
+  });
+
+  it("is kept while liveness is unknown (no report, or one older than the maximum age)", async () => {
+    const entry = await writeQuarantine(stack, newScope(), 9);
+    try {
+      await stack.db.reclaimNativeSessionLiveness.deleteMany({});
+      expect(outcomeOf(await sweep(stack, null), entry.id)).toBe("liveness_unknown");
+      await reportLive(stack, [], new Date(Date.now() - 301_000));
+      expect(outcomeOf(await sweep(stack, null), entry.id)).toBe("liveness_unknown");
+      expect(existsSync(entry.dir)).toBe(true);
+    } finally {
+      await reportLive(stack);
+    }
+    expect(outcomeOf(await sweep(stack, null), entry.id)).toBe("removed");
+  });
+
+  it("is checked at start-up, and again at the next sweep after a failed removal", async () => {
+    await withStack({}, async (own) => {
+      const entry = await writeQuarantine(own, newScope(), 9);
+      const stuck = "runner-state.json";
+      const quarantine = path.join(sessionsRoot(own), "quarantine");
+      await setDeletable(path.join(entry.dir, stuck), false);
+      try {
+        const [startup] = await deadline("startup", 1, own);
+        const failed = (startup!.entries ?? []).find((e) => e.id === entry.id && e.outcome === "failed");
+        expect(failed?.reason).toBe("delete_failed");
+        const next = await own.db.reclaimDeadline.findFirst({
+          where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "evidence" },
+        });
+        expect(Math.abs(next!.dueAt.getTime() - (Date.now() + 3600_000))).toBeLessThan(60_000);
+      } finally {
+        for (const name of named(await readdir(quarantine), ".expired-"))
+          await setDeletable(path.join(quarantine, name, stuck), true);
+      }
+      const [again] = await deadline("evidence", 1, own);
+      const finished = (again!.entries ?? []).find((e) => e.reason === "interrupted_deletion");
+      expect(finished?.outcome).toBe("removed");
+      expect(await readdir(quarantine)).toEqual([]);
+    });
   });
 
   it("an entry whose epoch is in the future is aged by its modification time", async () => {
@@ -345,7 +462,7 @@ describe("the instance lock", () => {
     const committed = await sweep(stack, null);
     expect(committed.error).toBeNull();
     expect(outcomeOf(committed, copyId(s.scope))).toBe("vanished");
-    expect(await stack.db.agentTaskSession.findUnique({ where: { id: s.taskSessionId } })).toBeNull();
+    expect(await taskSessionOf(s)).toBeNull();
     expect(await backups(s.scope)).toEqual(["current"]);
     expect(outcomeOf(await sweep(stack, null), copyId(s.scope))).toBe("removed");
     expect(await backups(s.scope)).toEqual([]);

@@ -449,6 +449,8 @@ async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): Promise
   // would look for `current`) undoes the rename; so does a check that fails.
   let final: Map<string, SessionFacts>;
   try {
+    // Part of the check: a fault here is the check failing (tests only).
+    await ctx.faults.hit("native-session-backups.final-check");
     final = await sessionFacts(tx, inputs(retiring.map((r) => r.session)));
   } catch (error) {
     await undo(retiring);
