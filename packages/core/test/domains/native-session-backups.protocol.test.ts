@@ -560,6 +560,29 @@ describe("batches", () => {
     });
   });
 
+  it("page through evidence: every entry once, resuming inside a session's archives", async () => {
+    await withStack({}, async (own) => {
+      const ids: string[] = [];
+      for (const scope of [newScope(), newScope(), newScope()]) {
+        await writeState(own, scope, { companyId: randomUUID(), sessionId: "s" });
+        for (let i = 0; i < 90; i++) ids.push((await writeArchive(own, scope, 1)).id);
+      }
+      for (let i = 0; i < 30; i++) ids.push((await writeQuarantine(own, newScope(), 1)).id);
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const page = await sweep(own, null, { dryRun: true, ...(cursor ? { cursor } : {}) });
+        expect(page.checked).toBeLessThanOrEqual(200);
+        seen.push(...page.entries.filter((e) => e.reason === "within_retention").map((e) => e.id));
+        cursor = page.nextCursor ?? undefined;
+        pages += 1;
+      } while (cursor && pages < 5);
+      expect(pages).toBe(2);
+      expect(seen.sort()).toEqual(ids.sort());
+    });
+  });
+
   it("check at most 200 entries, sessions and evidence together", async () => {
     // A fresh instance: leftovers of the other tests count toward the limit too.
     const own = await startStack();

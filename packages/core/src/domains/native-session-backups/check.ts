@@ -241,12 +241,10 @@ async function survey(ctx: Ctx): Promise<Prepared> {
     continueNow(ctx);
     return prepared;
   }
-  const listing = await listEvidence(root, names);
-  const start = evidenceAfter === null ? 0 : listing.keys.findIndex((k) => k > evidenceAfter);
-  const slice = start < 0 ? [] : listing.keys.slice(start, start + room);
+  const listing = await listEvidence(root, names, evidenceAfter, room);
   const evidence: EvidenceEntry[] = [];
   const judge = evidenceJudge(ctx, liveness);
-  for (const key of slice) {
+  for (const key of listing.keys) {
     if (ctx.signal.aborted) break;
     const entry = await surveyEvidence(root, key);
     const verdict = judgeEvidence(entry, judge);
@@ -254,7 +252,7 @@ async function survey(ctx: Ctx): Promise<Prepared> {
     evidence.push(verdict.remove && !verdict.leftover ? await countEvidenceBytes(entry, ctx.signal) : entry);
   }
   prepared.evidence = evidence;
-  prepared.evidenceMore = start >= 0 && start + evidence.length < listing.keys.length;
+  prepared.evidenceMore = listing.more || evidence.length < listing.keys.length;
   prepared.emptyArchiveDirs = listing.emptyArchiveDirs;
   return prepared;
 }

@@ -65,13 +65,6 @@ async function names(dir: string): Promise<string[] | null> {
   }
 }
 
-export interface EvidenceListing {
-  /** Every entry key, sorted. */
-  keys: string[];
-  /** `<session>/continuity-breaks` folders that are already empty (relative to the root). */
-  emptyArchiveDirs: string[];
-}
-
 /**
  * Whether `rel` (relative to `root`) is a real directory and so is every directory on the
  * way to it: lstat checks only the last component of a path, so a symlinked session
@@ -86,21 +79,58 @@ export async function isRealDirPath(root: string, rel: string): Promise<boolean>
   return true;
 }
 
-export async function listEvidence(root: string, sessions: string[]): Promise<EvidenceListing> {
-  const keys: string[] = [];
-  const emptyArchiveDirs: string[] = [];
-  for (const session of sessions) {
+export interface EvidenceListing {
+  /** Up to `limit` entry keys after the cursor, in walk order. */
+  keys: string[];
+  /** Entries beyond these. */
+  more: boolean;
+  /** `<session>/continuity-breaks` folders walked that are already empty (relative to the root). */
+  emptyArchiveDirs: string[];
+}
+
+/**
+ * The walk's next `limit` entries after `after` (a key it returned, or null/"" for the
+ * start): the sessions' archives, session by session in the order of `sessions` (sorted),
+ * then the quarantine entries. Only the folders from the cursor on are read, so a batch
+ * costs what it lists, not the whole tree.
+ */
+export async function listEvidence(
+  root: string,
+  sessions: string[],
+  after: string | null,
+  limit: number,
+): Promise<EvidenceListing> {
+  const listing: EvidenceListing = { keys: [], more: false, emptyArchiveDirs: [] };
+  // Where the cursor is: in a session's archives, or (`quarantine/...`) in quarantine.
+  const cut = after?.lastIndexOf("/") ?? -1;
+  const afterFolder = cut < 0 ? "" : after!.slice(0, cut);
+  const afterName = cut < 0 ? "" : after!.slice(cut + 1);
+  const inQuarantine = afterFolder === QUARANTINE_DIR;
+  const afterSession = afterFolder.split("/")[0]!;
+  /** Adds the names of `folder` after the cursor; false once the listing is full. */
+  const add = (folder: string, found: string[]): boolean => {
+    for (const name of found.sort()) {
+      if (folder === afterFolder && name <= afterName) continue;
+      if (listing.keys.length === limit) {
+        listing.more = true;
+        return false;
+      }
+      listing.keys.push(`${folder}/${name}`);
+    }
+    return true;
+  };
+  for (const session of inQuarantine ? [] : sessions) {
+    if (session < afterSession) continue;
     // A symlinked session directory is never walked: what it points at is not this session's.
     if (!(await isRealDirPath(root, session))) continue;
-    const dir = `${session}/${CONTINUITY_BREAKS_DIR}`;
-    const found = await names(path.join(root, dir));
+    const folder = `${session}/${CONTINUITY_BREAKS_DIR}`;
+    const found = await names(path.join(root, folder));
     if (found === null) continue;
-    if (found.length === 0) emptyArchiveDirs.push(dir);
-    for (const name of found) keys.push(`${dir}/${name}`);
+    if (found.length === 0) listing.emptyArchiveDirs.push(folder);
+    if (!add(folder, found)) return listing;
   }
-  for (const name of (await names(path.join(root, QUARANTINE_DIR))) ?? [])
-    keys.push(`${QUARANTINE_DIR}/${name}`);
-  return { keys: keys.sort(), emptyArchiveDirs };
+  add(QUARANTINE_DIR, (await names(path.join(root, QUARANTINE_DIR))) ?? []);
+  return listing;
 }
 
 export async function surveyEvidence(root: string, key: string): Promise<EvidenceEntry> {
