@@ -437,6 +437,15 @@ describe("an entry that vanishes between the survey and the step that uses it", 
     expect(existsSync(currentDir(stack, s.scope))).toBe(false);
   });
 
+  it("a copy gone before its rename to .retiring is reported vanished; its task session stays", async () => {
+    const s = await closedSession(stack);
+    at("surveyed", () => rm(currentDir(stack, s.scope), { recursive: true }));
+    const report = await sweep(stack, null);
+    expect(report.error).toBeNull();
+    expect(outcomeOf(report, copyId(s.scope))).toBe("vanished");
+    expect(await taskSessionOf(s)).not.toBeNull();
+  });
+
   it("a superseded .retiring copy is reported vanished", async () => {
     const s = await closedSession(stack, { copyAgeDays: 1 });
     const retiring = retiringOf(s.scope);

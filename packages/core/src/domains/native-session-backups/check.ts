@@ -431,6 +431,10 @@ async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): Promise
       const to = await retire(session.current!.path, ".retiring", session.current!.identity ?? undefined);
       retiring.push({ session, path: to, facts: now });
     } catch (error) {
+      if (isGone(error)) {
+        ctx.report.skip(id, "vanished", { companyId });
+        continue;
+      }
       if (!(error instanceof RetireRefused)) {
         await undo(retiring);
         throw error;
