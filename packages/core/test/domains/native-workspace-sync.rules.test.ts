@@ -222,10 +222,8 @@ describe("a folder is kept", () => {
     expect(reasonOf(await sweep(stack, c), run)).toBe("historical_adoption_pending");
   });
 
-  it("while another transaction holds the run's finalization ownership lock, retrying in 15 minutes", async () => {
-    const c = company();
-    const run = await insertRun(stack, { companyId: c });
-    const folder = await makeFolder(stack, run);
+  /** Runs `during` while another transaction holds the run's finalization ownership lock. */
+  async function whileLockHeld<T>(run: string, during: () => Promise<T>): Promise<T> {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     let locked!: () => void;
@@ -242,15 +240,36 @@ describe("a folder is kept", () => {
       { timeout: 60_000 },
     );
     await isLocked;
-    const report = await sweep(stack, c);
-    release();
-    await holder;
+    try {
+      return await during();
+    } finally {
+      release();
+      await holder;
+    }
+  }
+
+  it("while another transaction holds the run's finalization ownership lock, retrying in 15 minutes", async () => {
+    const c = company();
+    const run = await insertRun(stack, { companyId: c });
+    const folder = await makeFolder(stack, run);
+    const report = await whileLockHeld(run, () => sweep(stack, c));
     expect(reasonOf(report, run)).toBe("finalization_lock_held");
     expect(existsSync(folder)).toBe(true);
     const retry = await stack.db.reclaimDeadline.findFirst({
       where: { domain: "native-workspace-sync", companyId: c, reason: "retry" },
     });
     expect(Math.abs(retry!.dueAt.getTime() - (Date.now() + 15 * 60_000))).toBeLessThan(60_000);
+  });
+
+  it("a dry run reports a folder whose finalization lock is held as skipped, as the real run would", async () => {
+    const c = company();
+    const run = await insertRun(stack, { companyId: c });
+    await makeFolder(stack, run);
+    const report = await whileLockHeld(run, () => sweep(stack, c, { dryRun: true }));
+    expect(reasonOf(report, run)).toBe("finalization_lock_held");
+    expect(report.candidates).toBe(0);
+    // Unlocked, the same dry run lists it as a candidate.
+    expect(reasonOf(await sweep(stack, c, { dryRun: true }), run)).toBe("candidate");
   });
 });
 
