@@ -76,13 +76,17 @@ async function folderCreated(companyId: string) {
   ]);
 }
 
-it("a worker killed mid-job is replaced by another: the folder is handled exactly once and nothing is left behind", async () => {
-  // The start-up check of the instance runs first, on a healthy worker, then that worker stops.
+/** The start-up check of the instance runs first, on a healthy worker, then that worker stops. */
+async function startUpOnAHealthyWorker() {
   const first = worker();
   await first.waitForOutput(/"msg":"worker ready"/);
   await waitFor(async () => (await db.reclaimBatchReport.count()) >= 1, { what: "start-up report" });
   first.kill("SIGTERM");
   await first.exited;
+}
+
+it("a worker killed mid-job is replaced by another: the folder is handled exactly once and nothing is left behind", async () => {
+  await startUpOnAHealthyWorker();
 
   const company = randomUUID();
   const run = await insertRun({ db }, { companyId: company });
@@ -120,11 +124,7 @@ it("a worker killed mid-job is replaced by another: the folder is handled exactl
 }, 120_000);
 
 it("a worker killed between finishing a job and queueing its next deadline loses nothing: the scheduler queues it", async () => {
-  const first = worker();
-  await first.waitForOutput(/"msg":"worker ready"/);
-  await waitFor(async () => (await db.reclaimBatchReport.count()) >= 1, { what: "start-up report" });
-  first.kill("SIGTERM");
-  await first.exited;
+  await startUpOnAHealthyWorker();
 
   // A folder written just now is kept, with its retention deadline one window later.
   const company = randomUUID();
