@@ -40,6 +40,32 @@ describe("a folder is removed", () => {
     );
   });
 
+  it("without a valid sync reference, whatever export, recovery or adoption rows name the run", async () => {
+    const c = company();
+    const run = await insertRun(stack, { companyId: c });
+    await stack.db.nativeRunFinalization.create({
+      data: { companyId: c, heartbeatRunId: run, status: "running" },
+    });
+    await stack.db.nativeWorkspaceExport.create({
+      data: { companyId: c, heartbeatRunId: run, status: "active" },
+    });
+    await stack.db.nativeRunRecoveryAction.create({ data: { companyId: c, heartbeatRunId: run } });
+    await stack.db.historicalRecoveryAdoption.create({
+      data: { companyId: c, heartbeatRunId: run, status: "pending" },
+    });
+    const folder = await makeFolder(stack, run);
+    const report = await sweep(stack, c);
+    expect(reasonOf(report, run)).toBe("removed");
+    expect(report.entries).toContainEqual(
+      expect.objectContaining({
+        id: `native-workspace-sync/${run}`,
+        outcome: "candidate",
+        reason: "no_sync_reference",
+      }),
+    );
+    expect(existsSync(folder)).toBe(false);
+  });
+
   it("when the run references the folder and nothing can still read it", async () => {
     const c = company();
     const run = await insertRun(stack, { companyId: c, syncRef: true });
@@ -185,7 +211,9 @@ describe("a folder is kept", () => {
       "nativeWorkspaceExportResume",
       { status: "released", metadata: { nativeWorkspaceExportResume: { at: "x" } } },
     ],
-    ["a cleanup in flight", { status: "pending_cleanup", cleanupStatus: "running" }],
+    ["a cleanup in flight (running)", { status: "pending_cleanup", cleanupStatus: "running" }],
+    ["a cleanup in flight (pending)", { status: "released", cleanupStatus: "pending" }],
+    ["a cleanup in flight (in_progress)", { status: "released", cleanupStatus: "in_progress" }],
   ])("while a lease of the run carries %s", async (_label, lease) => {
     const c = company();
     const run = await insertRun(stack, { companyId: c, syncRef: true });
@@ -212,14 +240,24 @@ describe("a folder is kept", () => {
     },
   );
 
-  it("while historical recovery adoption has pending work for the run", async () => {
+  it.each(["pending", "running"])(
+    "while historical recovery adoption has %s work for the run",
+    async (status) => {
+      const c = company();
+      const run = await insertRun(stack, { companyId: c, syncRef: true });
+      await stack.db.historicalRecoveryAdoption.create({
+        data: { companyId: c, heartbeatRunId: run, status },
+      });
+      await makeFolder(stack, run);
+      expect(reasonOf(await sweep(stack, c), run)).toBe("historical_adoption_pending");
+    },
+  );
+
+  it("while a settled run has no finish time", async () => {
     const c = company();
-    const run = await insertRun(stack, { companyId: c, syncRef: true });
-    await stack.db.historicalRecoveryAdoption.create({
-      data: { companyId: c, heartbeatRunId: run, status: "pending" },
-    });
+    const run = await insertRun(stack, { companyId: c, finishedDaysAgo: null });
     await makeFolder(stack, run);
-    expect(reasonOf(await sweep(stack, c), run)).toBe("historical_adoption_pending");
+    expect(reasonOf(await sweep(stack, c), run)).toBe("run_finish_unknown");
   });
 
   /** Runs `during` while another transaction holds the run's finalization ownership lock. */

@@ -77,6 +77,7 @@ async function ownersInChunks(ctx: Ctx, names: string[]): Promise<Map<string, st
     for (const [id, company] of await runOwners(ctx.db, names.slice(i, i + LIMITS.discoveryChunk))) {
       owners.set(id, company);
     }
+    await ctx.faults.hit("native-workspace-sync.discovery-chunk");
   }
   return owners;
 }
