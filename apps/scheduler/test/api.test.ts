@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { Worker } from "bullmq";
-import { DOMAIN_IDS } from "@reclaim/core";
+import { DOMAIN_IDS, insertReport } from "@reclaim/core";
 import { startStack, TEST_TOKEN, type Stack } from "@reclaim/testkit";
 import { tokenMatches } from "../src/auth";
 
@@ -324,17 +324,27 @@ describe("response shapes", () => {
   it("reports list the contract's fields, newest first", async () => {
     const startedAt = new Date(Date.now() - 2000);
     for (const offset of [0, 1000]) {
-      await stack.db.reclaimBatchReport.create({
-        data: {
+      // Stored as a worker stores it: the report row and its domain's running totals.
+      await stack.db.$transaction((tx) =>
+        insertReport(tx, {
           jobId: "native-workspace-sync--instance",
           domain: "native-workspace-sync",
-          companyId: "instance",
+          scope: "instance",
           dryRun: false,
+          checked: 1,
+          candidates: 0,
+          removed: 0,
+          candidateBytes: 0,
+          reclaimedBytes: 0,
           skipped: { symlink: 1 },
+          entries: [],
+          error: null,
+          nextCursor: null,
+          cancelled: false,
           startedAt,
           finishedAt: new Date(startedAt.getTime() + offset),
-        },
-      });
+        }),
+      );
     }
     const listed = await call("GET", "/v1/reports?domain=native-workspace-sync&companyId=instance&limit=2");
     expect(listed.body.reports).toHaveLength(2);

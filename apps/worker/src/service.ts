@@ -107,6 +107,7 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
     faults,
     configs,
     domains: registry,
+    reportRetentionMs: workerConfig.reportRetentionDays * 24 * 3600 * 1000,
     onReport: callbacks ? (report: BatchReport) => callbacks.enqueue(report) : undefined,
   };
 

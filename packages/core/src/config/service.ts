@@ -99,6 +99,12 @@ export const workerOptions = {
       max: 64,
     },
   ),
+  reportRetentionDays: integerOption(
+    "RECLAIM_REPORT_RETENTION_DAYS",
+    30,
+    "Days batch reports (GET /v1/reports) are kept; older ones are pruned as new ones are stored, while /metrics totals keep counting them",
+    { min: 1, unit: "days" },
+  ),
   shutdownTimeoutMs: integerOption(
     "RECLAIM_SHUTDOWN_TIMEOUT_MS",
     120_000,
