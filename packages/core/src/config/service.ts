@@ -81,7 +81,7 @@ export const schedulerOptions = {
     stringOption(
       "RECLAIM_API_TOKEN",
       undefined,
-      "Bearer token every API call (and the dashboard) must present; the scheduler refuses to start without it",
+      "Bearer token (at least 16 characters) every API call and the dashboard must present; the scheduler refuses to start without it",
       (value) => (value.length >= 16 ? undefined : "must be at least 16 characters"),
     ),
   ),
