@@ -11,7 +11,8 @@
  *             process with the same pid but another start time is a reused pid
  *
  * Where /proc is unavailable (not Linux), bootId and pidStart are empty and liveness falls
- * back to `kill(pid, 0)`, which cannot see pid reuse.
+ * back to `kill(pid, 0)`, which cannot see pid reuse (a reused pid keeps a record alive: the
+ * safe side; its age never breaks it, so such a pack waits until that process ends).
  */
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
@@ -63,15 +64,22 @@ export async function livenessOf(holder: ProcessIdentity): Promise<ProcessLivene
       if (errnoCode(error) === "ENOENT" || errnoCode(error) === "ESRCH") return null;
       throw error;
     });
-    if (stat === null) return "dead";
+    // Absent from /proc: gone, unless /proc hides other users' processes (hidepid), where
+    // only kill(2) can tell, and then without the start time: counted alive.
+    if (stat === null) return signalable(holder.pid);
     if (stateOf(stat) === "Z" || stateOf(stat) === "X") return "dead"; // exited, not yet reaped
     return holder.pidStart !== "" && startTimeOf(stat) !== holder.pidStart ? "dead" : "alive";
   }
+  return signalable(holder.pid);
+}
+
+/** kill(pid, 0): "dead" only when no such process exists (ESRCH). */
+function signalable(pid: number): ProcessLiveness {
   try {
-    process.kill(holder.pid, 0);
+    process.kill(pid, 0);
     return "alive";
   } catch (error) {
-    return errnoCode(error) === "EPERM" ? "alive" : "dead";
+    return errnoCode(error) === "ESRCH" ? "dead" : "alive";
   }
 }
 

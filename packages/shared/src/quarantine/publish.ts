@@ -138,6 +138,14 @@ async function publishPack(
     for (const extension of PACK_ORDER) {
       if (!extensions.has(extension)) continue;
       const target = path.join(to, `${pack}.${extension}`);
+      // The index makes the pack visible: never publish it for a pack this capture no longer
+      // owns (another host broke the record by age and may be removing what is there).
+      if (extension === "idx" && !(await step(`checking ownership of ${pack}`, () => ownership.held()))) {
+        throw new QuarantineError(
+          "RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED",
+          `${pack}: its ownership record was taken over before the index was published`,
+        );
+      }
       await step(`publishing ${pack}.${extension}`, () =>
         placeFile(
           options,

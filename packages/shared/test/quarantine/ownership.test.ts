@@ -231,6 +231,23 @@ describe("a capture that no longer owns its pack", () => {
     expect(await packsIn(repo.objects)).toEqual([`${pack}.pack`]); // may be theirs to adopt now
     await fsckStrict(repo);
   });
+
+  it("does not publish the index of a pack whose record was taken over meanwhile", async () => {
+    const repo = await repoWithLargeFile(14);
+    const a = gatedFs((call, target) => call === "link" && target.endsWith(".pack"));
+    const running = capture(repo, { ref: "refs/reclaim/lost", testHooks: { fs: a.fs } });
+    const pack = path.basename(await a.stopped, ".pack");
+    await unlink(path.join(ownersDir(repo), pack));
+    const theirs = await plantRecord(repo, pack, { pid: 1, host: "elsewhere" });
+    a.open();
+    const error = await rejectionOf(running);
+    expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED");
+    expect(error.message).toContain("taken over");
+    expect((await readRecord(repo, pack)).lockId).toBe(theirs.lockId);
+    expect(await packsIn(repo.objects)).toEqual([`${pack}.pack`]);
+    await expect(repo.git(["rev-parse", "--verify", "-q", "refs/reclaim/lost"])).rejects.toThrow();
+    await fsckStrict(repo);
+  });
 });
 
 describe("two processes publishing the same pack", () => {
