@@ -45,9 +45,10 @@
  *
  * Holding lasts a few link(2) calls, so contention only arises between captures of identical
  * content. Limits: a holder on another host that freezes for `staleAfterMs` loses its record
- * (it then neither compensates nor releases, see `held()`, but a file it removes in that
- * instant is not protected); a plain `git` (not Reclaim) finalizing a byte-identical pack in
- * the same milliseconds takes no record at all (publish.ts).
+ * (it then neither publishes the pack's index, compensates nor releases, see `held()`,
+ * but what it does in the instant between that check and the act is not protected); a
+ * plain `git` (not Reclaim) finalizing a byte-identical pack in the same milliseconds takes
+ * no record at all (publish.ts).
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";

@@ -31,7 +31,7 @@
  * capture placed them are never removed. All of this runs while holding the pack's
  * ownership record (pack-ownership.ts), so no other Reclaim capture, in this process or
  * another, can adopt a file that compensation is about to remove; if the record was lost
- * (another host broke it by age), nothing is removed. If compensation cannot remove a file,
+ * (another host broke it by age), the index is not published and nothing is removed. If compensation cannot remove a file,
  * the record is left for recovery.
  *
  * Residual risk, documented rather than hidden: a plain `git` process (not a Reclaim
