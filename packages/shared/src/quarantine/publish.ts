@@ -31,8 +31,8 @@
  * capture placed them are never removed. All of this runs while holding the pack's
  * ownership record (pack-ownership.ts), so no other Reclaim capture, in this process or
  * another, can adopt a file that compensation is about to remove; if the record was lost
- * (another host broke it by age), the index is not published and nothing is removed. If compensation cannot remove a file,
- * the record is left for recovery.
+ * (another host broke it by age), the index is not published and nothing is removed. If
+ * compensation cannot remove a file, the record is left for recovery.
  *
  * Residual risk, documented rather than hidden: a plain `git` process (not a Reclaim
  * capture) writing a byte-identical pack in the same milliseconds does not take ownership;

@@ -21,9 +21,10 @@ import { lengthMismatch } from "./metered-stream";
  * instead of twice, and the fsync no longer waits for gigabytes dirtied in one go.
  *
  * Memory: the chunks of at most two regions (the one being verified and the one being
- * written) and one read buffer: about 2 * (REGION + WRITE_BATCH) + READ_PIECE. The chunks must not be modified by their producer after
- * being handed over (Node streams never do); if one were, the comparison would fail
- * (RECLAIM_ERR_STORAGE_VERIFY_FAILED), never pass silently.
+ * written) and one read buffer: about 2 * (REGION + WRITE_BATCH) + READ_PIECE. The chunks
+ * must not be modified by their producer after being handed over (Node streams never do);
+ * if one were, the comparison would fail (RECLAIM_ERR_STORAGE_VERIFY_FAILED), never pass
+ * silently.
  */
 export const WRITE_BATCH = 2 * 1024 * 1024;
 export const REGION = 8 * 1024 * 1024;
