@@ -2,9 +2,13 @@
 -- Due: an `active` row whose delete_after has passed (review), a `pending` row created
 -- before the capture grace (abandoned), an `expiring` row (expiry hook) and a `superseded`
 -- or `delete_requested` row (object deletion), the last three unless a retry is pending.
--- Oldest due first. Rows are locked in id order, as the issues trigger locks them, so a
--- review and an issue update never deadlock; the conditions are repeated on the locked
--- rows, so a row that changed while we waited for its lock is re-judged or left out.
+-- Oldest due first. The issues trigger locks due rows too, so an issue change waits for
+-- this batch and re-marks what it cleared. Rows are locked in id order, as each call of
+-- that trigger locks them, so a review and a one-issue change never wait for each other in
+-- a cycle; a transaction changing several issues can close one, and the review, normally
+-- the first to wait, is the one aborted (migration 20261203000000 says when not). The
+-- conditions are repeated on the locked rows, so a row that changed while we waited for
+-- its lock is re-judged or left out.
 -- $1 text: company id
 -- $2 timestamptz: the clock's now
 -- $3 timestamptz: pending rows created before this are abandoned (now - capture grace)
