@@ -8,7 +8,7 @@
 -- this batch and re-marks what it cleared. Rows are locked in id order, as each call of
 -- that trigger locks them, so a review and a one-issue change never wait for each other in
 -- a cycle; a transaction changing several issues can close one, and the review, normally
--- the first to wait, is the one aborted (migration 20261203000000 says when not). The
+-- the first to wait, is the one aborted (migration 20261203010000 says when not). The
 -- conditions are repeated on the locked rows, so a row that changed while we waited for
 -- its lock is re-judged or left out.
 -- $1 text: company id
@@ -20,7 +20,7 @@ WITH due AS (
   -- Each kind of work in its own index order with its own limit, so a company with many
   -- due rows costs one short index range per batch, not a sort of all of them: reviews by
   -- (company_id, status, delete_after); hooks and deletions by the partial index
-  -- (company_id, COALESCE(retry_at, updated_at), id) of migration 20261203010000, whose
+  -- (company_id, COALESCE(retry_at, updated_at), id) of migration 20261203020000, whose
   -- expression and status list these conditions must repeat exactly to use it. Pending rows
   -- are few (captures in progress): found by (company_id, status), sorted.
   (SELECT rp.id, rp.delete_after AS due_at

@@ -1,4 +1,4 @@
--- Reclaim 0003: the issues trigger waits for a review holding a restore point, and marks it
+-- Reclaim 0005: the issues trigger waits for a review holding a restore point, and marks it
 -- due again after that review.
 --
 -- Why: 0002's trigger locked and marked only `active` rows whose delete_after was empty or

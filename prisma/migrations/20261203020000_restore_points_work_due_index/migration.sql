@@ -1,4 +1,4 @@
--- Reclaim 0004: an index for the restore points whose stored object is being removed.
+-- Reclaim 0006: an index for the restore points whose stored object is being removed.
 --
 -- Rows in `expiring` (expiry hook to run), `superseded` and `delete_requested` (object to
 -- delete) are due at COALESCE(retry_at, updated_at): the retry time after a failure, else
