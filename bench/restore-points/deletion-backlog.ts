@@ -4,12 +4,11 @@
  * marked for deletion with distinct request times), worked off by the retention worker in
  * batches of 50 until none is left.
  *
- *   npx tsx bench/restore-points/deletion-backlog.ts [--rows 100000] [--vacuum-every 0]
+ *   npx tsx bench/restore-points/deletion-backlog.ts [--rows 100000]
  *
  * Rows that became `deleted` leave dead entries at the head of the partial index the batch
- * reads (they were the oldest) until VACUUM removes them: `--vacuum-every 400` runs a plain
- * VACUUM every 400 batches (20,000 deletions, what autovacuum's default 20 % scale factor
- * would do on this table); the default 0 never vacuums, as on a machine with autovacuum off.
+ * reads (they were the oldest) until VACUUM removes them; the pass runs without VACUUM (as
+ * with autovacuum off), so the last batches show what those entries cost.
  *
  * Storage is local_disk whose objects are absent (harness.ts): the provider's delete runs
  * for real and confirms the absence, so the figures are the ledger's cost, not a disk's.
@@ -31,7 +30,6 @@ async function main(): Promise<void> {
   const data = await createDataset(1);
   const company = data.companies[0]!;
   const rows = numberArg("rows", 100_000);
-  const vacuumEvery = numberArg("vacuum-every", 0);
   // Oldest request first, 100 ms apart (all in the past), as the deletions were requested.
   await data.client.query(
     `WITH chosen AS (
@@ -78,9 +76,6 @@ async function main(): Promise<void> {
       batchMs.push(batch.ms);
       deleted += batch.checked;
       if (batch.checked < BATCH) break;
-      if (vacuumEvery > 0 && batchMs.length % vacuumEvery === 0) {
-        await data.client.query("VACUUM execution_workspace_restore_points"); // untimed, as autovacuum's
-      }
     }
     const seconds = (performance.now() - started) / 1000;
     const sent = statementsSent() - sentBefore;
@@ -93,11 +88,7 @@ async function main(): Promise<void> {
     const last = percentiles(batchMs.slice(-COMPARED - 1, -1)); // the final, short batch aside
     const fmt = (p: ReturnType<typeof percentiles>) =>
       `mean ${p.mean.toFixed(1)} ms, p50 ${p.p50.toFixed(1)} ms, p95 ${p.p95.toFixed(1)} ms`;
-    console.log(
-      `deletion backlog: ${deleted} restore points in ${batchMs.length} batches (1 company), ${
-        vacuumEvery > 0 ? `VACUUM every ${vacuumEvery} batches` : "no VACUUM"
-      }`,
-    );
+    console.log(`deletion backlog: ${deleted} restore points in ${batchMs.length} batches (1 company)`);
     console.log(
       `  wall time             ${seconds.toFixed(2)} s (${Math.round(deleted / seconds)} restore points/s)`,
     );
