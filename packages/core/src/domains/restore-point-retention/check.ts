@@ -95,6 +95,10 @@ export async function apply(ctx: Ctx, tx: Tx): Promise<Applied> {
     ctx.companyId,
     rows.filter((r) => r.work === "review").map((r) => r.source_issue_id),
   );
+  // The rows are locked and their trees read; nothing is written yet. An issue change that
+  // commits from here on must wait for this transaction and mark its rows due again
+  // (the issues trigger locks them), or this review's verdict would hide it.
+  await ctx.faults.hit("restore-point-retention.after-tree-read");
   const judge = { now: ctx.startedAt, retentionMs: ctx.config.retentionMs };
 
   const deleteAfter: { id: string; deleteAfter: Date | null }[] = [];
