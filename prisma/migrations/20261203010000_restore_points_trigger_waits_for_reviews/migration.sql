@@ -23,17 +23,12 @@
 -- no index writes) where 0002 skipped them; a change of a tree whose rows are not due costs
 -- what it did (bench/restore-points/issue-update-cost.ts measures both).
 --
--- Lock cycles: each trigger invocation locks in id order, and so does a review batch, so a
--- one-issue change and a review never wait for each other in a cycle. A transaction that
--- changes several issues locks in id order per issue, not overall; with a review batch that
--- needs rows of two of those trees it can close a cycle. PostgreSQL aborts the backend whose
--- deadlock_timeout runs out first while the cycle exists: normally the review, which started
--- waiting first (it takes its locks in one statement); its job is retried, and the issue
--- change's notification schedules a review anyway (restore-point-retention.concurrency.test.ts).
--- The issue transaction can be the one aborted only when a third transaction held the review
--- up between two of its locks for less than deadlock_timeout, and then the issue change waited
--- first. Two transactions that each change issues of the same two trees in opposite order can
--- deadlock on these locks as they could on 0002's (now also while the rows are already due).
+-- Lock cycles: a review batch never waits for a row lock (it skips rows another transaction
+-- holds: due-work.sql, SKIP LOCKED), so only the issue change ever waits, and only for a
+-- review's short transaction: no cycle with a review can form, however many issues a
+-- transaction changes (restore-point-retention.concurrency.test.ts). Two transactions that
+-- each change issues of the same two trees in opposite order can deadlock on these locks as
+-- they could on 0002's (now also while the rows are already due).
 --
 -- Only the function body changes (CREATE OR REPLACE): the triggers of 0002 keep calling it.
 

@@ -134,7 +134,7 @@ describe("an issue change that commits while a review holds the tree's restore p
 });
 
 describe("a transaction that changes issues of two trees while a review needs rows of both", () => {
-  it("never loses the issue change: the review waited first, so the deadlock check aborts the review and its job is retried", async () => {
+  it("never forms a lock cycle: the review skips the row the change holds and completes, and the change's commit wakes a review of both", async () => {
     const company = randomUUID();
     const trees = [
       await insertIssue(stack, { companyId: company }),
@@ -150,7 +150,7 @@ describe("a transaction that changes issues of two trees while a review needs ro
         }),
       })),
     );
-    // The review locks in id order: `first`, then `second`.
+    // Reviews lock in id order: `first`, then `second`.
     const [first, second] = rows.sort((a, b) => (a.id < b.id ? -1 : 1));
 
     const paperclip = await connection();
@@ -162,37 +162,58 @@ describe("a transaction that changes issues of two trees while a review needs ro
         ]);
       await close(second!.issue); // holds `second`
 
-      const started = await stack.api("POST", "/v1/sweeps", { domain: DOMAIN, companyId: company });
-      expect(started.status).toBe(202);
-      // The review holds `first` and waits for `second`.
-      await waitFor(
-        async () =>
-          (
-            await stack.db.$queryRawUnsafe<{ pid: number }[]>(
-              "SELECT pid FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))",
-              paperclip.pid,
-            )
-          ).length > 0,
-        { what: "the review to wait for the issue transaction" },
-      );
-      await close(first!.issue); // needs `first`: a cycle, resolved by aborting the review
-      await paperclip.client.query("COMMIT");
+      // The review takes `first`, skips `second` (held), and finishes without waiting.
+      const report = await sweepRestorePoints(stack, company);
+      expect(report.error).toBeNull();
+      expect(outcomeOf(report, first!.id)).toBe("tree_open");
+      expect(outcomeOf(report, second!.id)).toBeUndefined();
 
-      const queue = stack.scheduler.deps.queues.queue(DOMAIN);
-      const failed = await waitFor(async () => (await queue.getJob(started.body.jobId))?.failedReason, {
-        what: "the review's failed attempt",
-      });
-      expect(failed).toMatch(/deadlock/);
+      await close(first!.issue); // `first` is free again: no wait, no cycle
+      await paperclip.client.query("COMMIT");
     } finally {
       await paperclip.client.end();
     }
-    // The retried review sees both trees closed and schedules their expiry.
+    // The change's notification schedules a review; it sees both trees closed.
+    await waitFor(async () => (await deadlinesOf(stack, company)).get("issue_changed"), {
+      what: "the issue_changed wake-up",
+    });
+    await advanceDeadlines(stack, company);
     for (const row of rows) {
       await waitFor(
         async () =>
           ((await restorePointRow(stack, row.id)).deleteAfter?.getTime() ?? 0) > Date.now() + DAY_MS,
-        { what: "the retried review", timeoutMs: 30_000 },
+        { what: "the review of both closed trees", timeoutMs: 30_000 },
       );
+    }
+  });
+
+  it("a deadline batch that finds every due row held elsewhere looks again 5 seconds later, never at once", async () => {
+    const company = randomUUID();
+    const issue = await insertIssue(stack, { companyId: company });
+    const id = await insertRestorePoint(stack, {
+      companyId: company,
+      sourceIssueId: issue,
+      deleteAfter: ago(1000),
+    });
+    const holder = await connection();
+    try {
+      await holder.client.query("BEGIN");
+      await holder.client.query("SELECT 1 FROM execution_workspace_restore_points WHERE id = $1 FOR UPDATE", [
+        id,
+      ]);
+      const before = Date.now();
+      await stack.scheduler.deps.queues.request([
+        { domain: DOMAIN, scope: company, reason: "issue_changed", dueAt: new Date() },
+      ]);
+      const next = await waitFor(async () => (await deadlinesOf(stack, company)).get("continue"), {
+        what: "the batch to schedule its next look",
+      });
+      expect(next.getTime()).toBeGreaterThanOrEqual(before + 4_000);
+      expect(next.getTime()).toBeLessThanOrEqual(Date.now() + 5_000);
+      expect((await restorePointRow(stack, id)).deleteAfter).not.toBeNull(); // untouched
+    } finally {
+      await holder.client.query("ROLLBACK");
+      await holder.client.end();
     }
   });
 });

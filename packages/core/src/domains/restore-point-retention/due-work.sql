@@ -5,12 +5,13 @@
 -- passed: its retry time after a failure, else when it entered that status (a row stamped
 -- by a clock ahead of ours is due when our clock gets there: next-due.sql schedules it).
 -- Oldest due first. The issues trigger locks due rows too, so an issue change waits for
--- this batch and re-marks what it cleared. Rows are locked in id order, as each call of
--- that trigger locks them, so a review and a one-issue change never wait for each other in
--- a cycle; a transaction changing several issues can close one, and the review, normally
--- the first to wait, is the one aborted (migration 20261203010000 says when not). The
--- conditions are repeated on the locked rows, so a row that changed while we waited for
--- its lock is re-judged or left out.
+-- this batch and re-marks what it cleared. The batch itself never waits: rows another
+-- transaction holds (an issue change, an API transition) are skipped, and that transaction
+-- wakes the worker when it commits (the trigger's NOTIFY, the route's deadline). So a review
+-- can never be part of a lock cycle with Paperclip's transactions, whatever they change:
+-- only the issue change ever waits, and only for this short transaction. The conditions
+-- are repeated on the locked rows, so a row that changed before we locked it is re-judged
+-- or left out.
 -- $1 text: company id
 -- $2 timestamptz: the clock's now
 -- $3 timestamptz: pending rows created before this are abandoned (now - capture grace)
@@ -72,4 +73,4 @@ SELECT rp.id::text AS id,
         OR (rp.status IN ('expiring', 'superseded', 'delete_requested')
             AND COALESCE(rp.retry_at, rp.updated_at) <= $2::timestamptz))
  ORDER BY rp.id
-   FOR UPDATE OF rp
+   FOR UPDATE OF rp SKIP LOCKED
