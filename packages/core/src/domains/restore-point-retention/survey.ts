@@ -7,15 +7,13 @@
 import { createHash } from "node:crypto";
 import {
   createStorageProvider,
-  SEAL_FORMAT_VERSION,
+  inspectSealHeader,
   SEAL_HEADER_SUFFIX,
   SealError,
   StorageKey,
   type StorageConfig,
   type StorageProvider,
 } from "@reclaim/shared";
-// The header's layout is @reclaim/shared's alone; its index does not export the decoder yet.
-import { decodeHeader, HEADER_MAGIC } from "@reclaim/shared/src/crypto/seal-format";
 
 const providers = new WeakMap<StorageConfig, StorageProvider>();
 
@@ -57,20 +55,8 @@ async function readHeader(storage: StorageProvider, key: StorageKey): Promise<Se
   }
   const chunks: Buffer[] = [];
   for await (const chunk of (await storage.get(headerKey)) as AsyncIterable<Buffer>) chunks.push(chunk);
-  const bytes = Buffer.concat(chunks);
-  // Every version starts with the magic and a u16 version (seal-format.ts), so a header of a
-  // version this build cannot decode still says which version it is.
-  if (bytes.length < 10 || !bytes.subarray(0, HEADER_MAGIC.length).equals(HEADER_MAGIC)) {
-    return { state: "unreadable", reason: `it does not start with ${HEADER_MAGIC.toString("latin1")}` };
-  }
-  const formatVersion = bytes.readUInt16BE(HEADER_MAGIC.length);
-  if (formatVersion !== SEAL_FORMAT_VERSION) return { state: "read", formatVersion, keyFingerprint: null };
   try {
-    return {
-      state: "read",
-      formatVersion,
-      keyFingerprint: decodeHeader(bytes).keyFingerprint.toString("hex"),
-    };
+    return { state: "read", ...inspectSealHeader(Buffer.concat(chunks)) };
   } catch (error) {
     if (error instanceof SealError) return { state: "unreadable", reason: error.message };
     throw error;
