@@ -6,6 +6,9 @@
 #      `docker compose` where a Docker engine answers;
 #   3. generate the Prisma client when prisma/schema.prisma changed.
 # Options: --services-only skips steps 1 and 3.
+# With RECLAIM_STARTED_SERVICES naming a file, each service it starts is recorded there (one
+# line: `postgres <version>`, `redis <port>` or `compose <service>`) for
+# scripts/stop-services.sh; `npm run demo` stops what it started that way.
 # It never downloads from anywhere but the npm registry and Debian's mirrors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +20,10 @@ services_only=0
 : "${REDIS_URL:=redis://127.0.0.1:6379}"
 
 log() { printf '[bootstrap] %s\n' "$*" >&2; }
+
+started() { # <line>: what this run started, for scripts/stop-services.sh
+  if [ -n "${RECLAIM_STARTED_SERVICES:-}" ]; then echo "$*" >>"$RECLAIM_STARTED_SERVICES"; fi
+}
 
 if [ "$services_only" = 0 ]; then
   if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
@@ -72,11 +79,13 @@ start_postgres() {
     log "starting PostgreSQL $version"
     as_root pg_ctlcluster --skip-systemctl-redirect "$version" main start 2>/dev/null ||
       as_root pg_ctlcluster "$version" main start
+    started "postgres $version"
     return 0
   fi
   if docker_engine; then
     log "starting PostgreSQL with docker compose"
     docker compose up -d postgres
+    started "compose postgres"
     return 0
   fi
   return 1
@@ -88,11 +97,13 @@ start_redis() {
     log "starting redis-server on port $1"
     redis-server --daemonize yes --bind 127.0.0.1 --port "$1" --save '' --appendonly no --dir /tmp \
       --logfile "/tmp/reclaim-redis-$1.log"
+    started "redis $1"
     return 0
   fi
   if docker_engine; then
     log "starting Redis with docker compose"
     docker compose up -d redis
+    started "compose redis"
     return 0
   fi
   return 1

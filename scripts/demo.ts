@@ -2,13 +2,16 @@
  * `npm run demo`: Reclaim doing real work on a sample Paperclip instance.
  *
  * After scripts/bootstrap.sh (dependencies, PostgreSQL, Redis, Prisma client) it:
- *  1. migrates a fresh demo database (DATABASE_URL, default .../reclaim_demo);
+ *  1. migrates a fresh demo database (RECLAIM_DEMO_DATABASE_URL, default .../reclaim_demo;
+ *     scripts/demo.sh passes it as DATABASE_URL); one that exists without the demo's mark
+ *     is never dropped;
  *  2. creates a sample instance directory (native workspace sync folders, an orphan, a
  *     symlink, the shared generations cache) and the Paperclip rows behind it;
  *  3. starts the scheduler and one worker as real processes;
  *  4. sends events over HTTP, asks for a dry-run diagnosis, lets the deadline jobs run;
  *  5. prints what was reclaimed and what was kept, with reasons;
- *  6. stops everything it started and removes the sample instance.
+ *  6. stops the services and removes the sample instance (scripts/demo.sh then stops the
+ *     PostgreSQL and Redis that the bootstrap had to start, if any).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
@@ -38,14 +41,32 @@ function freePort(): Promise<number> {
   });
 }
 
+/** Marks a database as the demo's own: only such a database is ever dropped. */
+const DEMO_MARK = "reclaim demo database: dropped and recreated by npm run demo";
+
 async function freshDatabase(): Promise<void> {
   const url = new URL(DATABASE_URL);
-  const name = url.pathname.slice(1);
+  const name = decodeURIComponent(url.pathname.slice(1));
   url.pathname = "/postgres";
   const admin = new pg.Client({ connectionString: url.toString() });
   await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-  await admin.end();
+  try {
+    const { rows } = await admin.query<{ mark: string | null }>(
+      "SELECT shobj_description(oid, 'pg_database') AS mark FROM pg_database WHERE datname = $1",
+      [name],
+    );
+    if (rows.length > 0 && rows[0]!.mark !== DEMO_MARK) {
+      throw new Error(
+        `database "${name}" exists and is not a demo database: refusing to drop it ` +
+          "(set RECLAIM_DEMO_DATABASE_URL to a database name the demo may own)",
+      );
+    }
+    await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE "${name}"`);
+    await admin.query(`COMMENT ON DATABASE "${name}" IS '${DEMO_MARK}'`);
+  } finally {
+    await admin.end();
+  }
   await applyMigrations(DATABASE_URL);
 }
 

@@ -14,7 +14,7 @@ import {
 function table(title: string, options: Record<string, Option<unknown>>): string {
   const rows = Object.values(options).map(
     (o) =>
-      `| \`${o.env}\` | ${o.defaultText === undefined ? "(required)" : `\`${o.defaultText}\``}${o.unit ? ` ${o.unit}` : ""} | ${o.description} |`,
+      `| \`${o.env}\` | ${o.defaultText === undefined ? "(required)" : `\`${o.defaultText}\``}${o.unit ? ` ${o.unit}` : ""}${o.range ? ` (${o.range})` : ""} | ${o.description} |`,
   );
   return [`**${title}**`, "", "| Variable | Default | Effect |", "| --- | --- | --- |", ...rows, ""].join(
     "\n",

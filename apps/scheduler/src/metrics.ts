@@ -1,7 +1,8 @@
 /**
- * Prometheus exposition for GET /metrics, computed at scrape time from the two sources of
- * truth (BullMQ for queue depth, the report table for everything that happened), so every
- * scheduler replica reports the same numbers and a restart resets nothing.
+ * Prometheus exposition for GET /metrics, computed at scrape time from the sources of truth
+ * (BullMQ for queue depth, the ledger, and the running totals every stored report is added
+ * to, which outlive pruned reports), so every scheduler replica reports the same numbers and
+ * a restart resets nothing. A scrape reads one row per domain, however many reports exist.
  *   reclaim_queue_jobs{domain,state}                     gauge
  *   reclaim_deadlines{domain} / reclaim_next_deadline_timestamp_seconds{domain}   gauges
  *   reclaim_job_duration_seconds{domain}                 histogram of finished batches
@@ -11,11 +12,10 @@
  *   reclaim_skips_total{domain,reason}                   counter
  * plus the process's own metrics from prom-client.
  */
-import { sqlFile } from "@reclaim/core";
+import { REPORT_DURATION_BUCKETS } from "@reclaim/core";
 import { collectDefaultMetrics, Registry } from "prom-client";
 import type { ApiDeps } from "./deps";
 
-export const DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 const QUEUE_STATES = ["waiting", "delayed", "active", "completed", "failed"] as const;
 
 type Sample = [labels: Record<string, string>, value: number];
@@ -33,6 +33,7 @@ function formatLabels(labels: Record<string, string>): string {
   return parts.length ? `{${parts.join(",")}}` : "";
 }
 
+/** A domain's row of reclaim_report_totals (ledger/report-totals.ts). */
 interface ReportTotals {
   domain: string;
   batches: number;
@@ -42,6 +43,9 @@ interface ReportTotals {
   candidate_bytes: number;
   reclaimed_bytes: number;
   duration_sum: number;
+  /** Batches that took at most each bound of REPORT_DURATION_BUCKETS, in order. */
+  duration_buckets: number[];
+  skipped: Record<string, number>;
 }
 
 export class Metrics {
@@ -62,15 +66,22 @@ export class Metrics {
         queueSamples.push([{ domain: id, state }, value]);
       }
     }
-    const totals = await db.$queryRawUnsafe<ReportTotals[]>(sqlFile(__dirname, "sql/report-totals.sql"));
-    const bucketRows = await db.$queryRawUnsafe<{ domain: string; le: number; count: number }[]>(
-      sqlFile(__dirname, "sql/duration-buckets.sql"),
-      DURATION_BUCKETS,
-    );
-    const bucket = new Map(bucketRows.map((b) => [`${b.domain} ${b.le}`, b.count]));
-    const skips = await db.$queryRawUnsafe<{ domain: string; reason: string; total: number }[]>(
-      sqlFile(__dirname, "sql/skip-totals.sql"),
-    );
+    const totals = (
+      await db.$queryRawUnsafe<Record<keyof ReportTotals, unknown>[]>(
+        "SELECT * FROM reclaim_report_totals ORDER BY domain",
+      )
+    ).map((row): ReportTotals => ({
+      domain: String(row.domain),
+      batches: Number(row.batches),
+      errors: Number(row.errors),
+      candidates: Number(row.candidates),
+      removed: Number(row.removed),
+      candidate_bytes: Number(row.candidate_bytes),
+      reclaimed_bytes: Number(row.reclaimed_bytes),
+      duration_sum: Number(row.duration_sum),
+      duration_buckets: (row.duration_buckets as unknown[]).map(Number),
+      skipped: row.skipped as Record<string, number>,
+    }));
     const ledger = await db.reclaimDeadline.groupBy({
       by: ["domain"],
       _count: { _all: true },
@@ -82,8 +93,8 @@ export class Metrics {
       "# TYPE reclaim_job_duration_seconds histogram",
     ];
     for (const t of totals) {
-      for (const le of DURATION_BUCKETS) {
-        const count = bucket.get(`${t.domain} ${le}`) ?? 0;
+      for (const [i, le] of REPORT_DURATION_BUCKETS.entries()) {
+        const count = t.duration_buckets[i] ?? 0;
         histogram.push(
           `reclaim_job_duration_seconds_bucket${formatLabels({ domain: t.domain, le: String(le) })} ${count}`,
         );
@@ -142,7 +153,12 @@ export class Metrics {
           "reclaim_skips_total",
           "counter",
           "Entries kept, by reason",
-          skips.map((s) => [{ domain: s.domain, reason: s.reason }, Number(s.total)]),
+          totals.flatMap((t) =>
+            Object.entries(t.skipped).map(([reason, total]): Sample => [
+              { domain: t.domain, reason },
+              Number(total),
+            ]),
+          ),
         ),
         await this.process.metrics(),
       ].join("\n\n") + "\n"

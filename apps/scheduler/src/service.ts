@@ -3,10 +3,12 @@
  *
  * On start it listens at once (so /readyz can say what is missing), then, retrying with
  * backoff until PostgreSQL and Redis answer:
- *  1. rebuilds every BullMQ job the ledger asks for (a flushed or restarted Redis loses no
+ *  1. follows the queues' finished-job events and syncs each finished deadline job's key (a
+ *     worker killed between finishing a job and queueing its next deadline loses nothing);
+ *  2. rebuilds every BullMQ job the ledger asks for (a flushed or restarted Redis loses no
  *     deadline);
- *  2. requests each enabled domain's start-up deadlines ("runs at startup").
- * It repeats step 1 whenever Redis comes back after losing the connection. Nothing polls:
+ *  3. requests each enabled domain's start-up deadlines ("runs at startup").
+ * It repeats step 2 whenever Redis comes back after losing the connection. Nothing polls:
  * with an empty ledger and nothing due at start-up, nothing is scheduled.
  */
 import {
@@ -82,6 +84,9 @@ export async function createScheduler(options: SchedulerOptions = {}): Promise<S
 
   let stopped = false;
   const startupDuties = async () => {
+    await queues.followFinishedJobs(enabled, (error) =>
+      log.warn("could not schedule a finished job's next deadline yet; retrying", { error }),
+    );
     const rebuilt = await queues.reconcile(enabled);
     const now = clock.now();
     const requests: DeadlineRequest[] = [];

@@ -4,7 +4,8 @@
  * operator endpoints.
  */
 import { randomUUID } from "node:crypto";
-import { DOMAIN_IDS } from "@reclaim/core";
+import { Worker } from "bullmq";
+import { DOMAIN_IDS, insertReport } from "@reclaim/core";
 import { startStack, TEST_TOKEN, type Stack } from "@reclaim/testkit";
 import { tokenMatches } from "../src/auth";
 
@@ -260,6 +261,51 @@ describe("response shapes", () => {
     expect((await call("GET", `/v1/jobs/${started.body.jobId}`)).status).toBe(404);
   });
 
+  it("a deadline job answers with its report once finished, never with an earlier occurrence's", async () => {
+    const company = randomUUID();
+    const jobId = `native-workspace-sync--${company}`;
+    const startedAt = new Date(Date.now() - 60_000);
+    await stack.db.reclaimBatchReport.create({
+      data: {
+        jobId,
+        domain: "native-workspace-sync",
+        companyId: company,
+        dryRun: false,
+        startedAt,
+        finishedAt: new Date(startedAt.getTime() + 10),
+      },
+    });
+    // Finished and gone from the queue: the report stored under its id.
+    const finished = await call("GET", `/v1/jobs/${jobId}`);
+    expect(finished.body).toMatchObject({ jobId, state: "completed", report: { companyId: company } });
+    // The next occurrence (same id) is scheduled: it has not run, so it has no report.
+    await stack.scheduler.deps.queues.request([
+      {
+        domain: "native-workspace-sync",
+        scope: company,
+        reason: "retention",
+        dueAt: new Date(Date.now() + 3600_000),
+      },
+    ]);
+    expect((await call("GET", `/v1/jobs/${jobId}`)).body).toEqual({ jobId, state: "delayed" });
+    // Running (no worker in this stack: move it to active by hand, as a worker would).
+    const job = (await stack.scheduler.deps.queues.queue("native-workspace-sync").getJob(jobId))!;
+    await job.promote();
+    const worker = new Worker("reclaim-native-workspace-sync", null, {
+      connection: stack.scheduler.deps.redis.duplicate(),
+      prefix: stack.prefix,
+    });
+    try {
+      // The queue also holds the start-up job of the instance; take jobs until ours.
+      let taken = await worker.getNextJob("test-token");
+      while (taken && taken.id !== jobId) taken = await worker.getNextJob("test-token");
+      expect(taken?.id).toBe(jobId);
+      expect((await call("GET", `/v1/jobs/${jobId}`)).body).toEqual({ jobId, state: "active" });
+    } finally {
+      await worker.close();
+    }
+  });
+
   it("events answer 202 with what they scheduled; deadlines list {domain, companyId, reason, dueAt}", async () => {
     const company = randomUUID();
     const accepted = await call("POST", "/v1/events", {
@@ -278,17 +324,27 @@ describe("response shapes", () => {
   it("reports list the contract's fields, newest first", async () => {
     const startedAt = new Date(Date.now() - 2000);
     for (const offset of [0, 1000]) {
-      await stack.db.reclaimBatchReport.create({
-        data: {
+      // Stored as a worker stores it: the report row and its domain's running totals.
+      await stack.db.$transaction((tx) =>
+        insertReport(tx, {
           jobId: "native-workspace-sync--instance",
           domain: "native-workspace-sync",
-          companyId: "instance",
+          scope: "instance",
           dryRun: false,
+          checked: 1,
+          candidates: 0,
+          removed: 0,
+          candidateBytes: 0,
+          reclaimedBytes: 0,
           skipped: { symlink: 1 },
+          entries: [],
+          error: null,
+          nextCursor: null,
+          cancelled: false,
           startedAt,
           finishedAt: new Date(startedAt.getTime() + offset),
-        },
-      });
+        }),
+      );
     }
     const listed = await call("GET", "/v1/reports?domain=native-workspace-sync&companyId=instance&limit=2");
     expect(listed.body.reports).toHaveLength(2);
@@ -392,7 +448,8 @@ it("GET /v1/domains never shows secrets from the environment", async () => {
   try {
     const listed = await own.api("GET", "/v1/domains");
     expect(listed.status).toBe(200);
-    for (const value of [...Object.values(secrets).slice(1, 4), TEST_TOKEN]) expect(listed.text).not.toContain(value);
+    for (const value of [...Object.values(secrets).slice(1, 4), TEST_TOKEN])
+      expect(listed.text).not.toContain(value);
   } finally {
     await own.stop();
   }

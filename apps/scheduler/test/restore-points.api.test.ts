@@ -19,6 +19,7 @@ import {
   sealObject,
 } from "@reclaim/testkit/src/fixtures/restore-points";
 import path from "node:path";
+import { Readable } from "node:stream";
 
 let stack: Stack;
 let storage: StorageProvider;
@@ -204,6 +205,52 @@ describe("activate", () => {
     const response = await activate(w, point.id, sealed);
     expect(response.status).toBe(422);
     expect(response.body.field).toBe("storageKey");
+  });
+
+  it.each([
+    ["keyFingerprint", { keyFingerprint: "cd".repeat(32) }],
+    ["formatVersion", { formatVersion: 2 }],
+  ])(
+    "refuses a %s the sealed key header does not have (422 naming it); the row stays pending",
+    async (field, change) => {
+      const w = await world();
+      const { id, storageKey } = (await register(w)).body.restorePoint;
+      const sealed = await sealObject(storage, StorageKey.parse(storageKey));
+      const response = await activate(w, id, sealed, change);
+      expect(response.status).toBe(422);
+      expect(response.body).toMatchObject({ error: "RECLAIM_ERR_RESTORE_POINT_UNVERIFIED", field });
+      expect((await restorePointRow(stack, id)).status).toBe("pending");
+    },
+  );
+
+  it("refuses a key header of a format version this build cannot read (422 on formatVersion), or one that is no key header (422 on storageKey)", async () => {
+    const w = await world();
+    const point = (await register(w)).body.restorePoint;
+    const key = StorageKey.parse(point.storageKey);
+    const sealed = await sealObject(storage, key);
+    const headerKey = key.withSuffix(".seal-header");
+    const header = Buffer.concat(await (await storage.get(headerKey)).toArray());
+    header.writeUInt16BE(2, 8); // the version field that follows the magic
+    await storage.put(headerKey, Readable.from([header]), header.length);
+    const unknownVersion = await activate(w, point.id, sealed, { formatVersion: 2 });
+    expect(unknownVersion.status).toBe(422);
+    expect(unknownVersion.body.field).toBe("formatVersion");
+
+    const garbage = Buffer.from("not a sealed key header");
+    await storage.put(headerKey, Readable.from([garbage]), garbage.length);
+    const notAHeader = await activate(w, point.id, sealed);
+    expect(notAHeader.status).toBe(422);
+    expect(notAHeader.body.field).toBe("storageKey");
+    expect((await restorePointRow(stack, point.id)).status).toBe("pending");
+  });
+
+  it("takes only a whole key fingerprint (400 on keyFingerprint)", async () => {
+    const w = await world();
+    const { id, storageKey } = (await register(w)).body.restorePoint;
+    const sealed = await sealObject(storage, StorageKey.parse(storageKey));
+    const response = await activate(w, id, sealed, { keyFingerprint: sealed.keyFingerprint.slice(0, 12) });
+    expect(response.status).toBe(400);
+    expect(response.body).toMatchObject({ error: "RECLAIM_ERR_VALIDATION", field: "keyFingerprint" });
   });
 
   it("is idempotent for the same object, and 409 once the row is no longer pending", async () => {

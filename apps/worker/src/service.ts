@@ -4,7 +4,9 @@
  * - Start: rebuild missing jobs from the ledger (a Redis that lost its data, a worker that
  *   died between finishing a job and scheduling the next), and again whenever Redis comes
  *   back after a restart.
- * - After every deadline job: sync that key, so the next deadline is queued.
+ * - After every deadline job: sync that key, so the next deadline is queued (schedulers do
+ *   it as well from BullMQ's event stream, in case this process dies first).
+ * - SIGTERM also lets a sync under way finish before the queues close.
  * - SIGTERM (`stop`): take no new jobs, let active ones finish; halfway through the shutdown
  *   timeout, ask them to stop between entries (they save their cursor and request a
  *   continuation); at the timeout, exit anyway (a stalled job is retried by another worker).
@@ -105,11 +107,14 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
     faults,
     configs,
     domains: registry,
+    reportRetentionMs: workerConfig.reportRetentionDays * 24 * 3600 * 1000,
     onReport: callbacks ? (report: BatchReport) => callbacks.enqueue(report) : undefined,
   };
 
-  const afterJob = (job: Job<ReclaimJobData> | undefined) => {
+  const afterJob = async (job: Job<ReclaimJobData> | undefined) => {
     if (job?.data.kind !== "deadline") return;
+    // A crash here leaves the next deadline in the ledger only: schedulers sync it too.
+    await faults.hit("worker.before-next-deadline");
     void queues.syncSoon({ domain: job.data.domain, scope: job.data.scope }, (error) =>
       log.warn("could not schedule next deadline yet; retrying", { domain: job.data.domain, error }),
     );
@@ -151,8 +156,8 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
             maxStalledCount: 1,
           },
         );
-        worker.on("completed", afterJob);
-        worker.on("failed", afterJob);
+        worker.on("completed", (job) => void afterJob(job));
+        worker.on("failed", (job) => void afterJob(job));
         worker.on("error", (error) => log.error("worker error", { domain: id, error }));
         workers.push(worker);
       }

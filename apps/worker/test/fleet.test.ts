@@ -76,13 +76,17 @@ async function folderCreated(companyId: string) {
   ]);
 }
 
-it("a worker killed mid-job is replaced by another: the folder is handled exactly once and nothing is left behind", async () => {
-  // The start-up check of the instance runs first, on a healthy worker, then that worker stops.
+/** The start-up check of the instance runs first, on a healthy worker, then that worker stops. */
+async function startUpOnAHealthyWorker() {
   const first = worker();
   await first.waitForOutput(/"msg":"worker ready"/);
   await waitFor(async () => (await db.reclaimBatchReport.count()) >= 1, { what: "start-up report" });
   first.kill("SIGTERM");
   await first.exited;
+}
+
+it("a worker killed mid-job is replaced by another: the folder is handled exactly once and nothing is left behind", async () => {
+  await startUpOnAHealthyWorker();
 
   const company = randomUUID();
   const run = await insertRun({ db }, { companyId: company });
@@ -96,12 +100,13 @@ it("a worker killed mid-job is replaced by another: the folder is handled exactl
   await folderCreated(company);
   await waitFor(() => existsSync(marker), { what: "the worker to reach the rename" });
   expect(existsSync(folder)).toBe(false); // renamed aside, transaction still open
-  doomed.kill("SIGKILL");
-  expect((await doomed.exited).signal).toBe("SIGKILL");
-
+  // Two more workers share the queue while the first one holds the job; then it is killed.
   const a = worker();
   const b = worker();
   await Promise.all([a.waitForOutput(/"msg":"worker ready"/), b.waitForOutput(/"msg":"worker ready"/)]);
+  expect(await db.reclaimBatchReport.count({ where: { companyId: company } })).toBe(0);
+  doomed.kill("SIGKILL");
+  expect((await doomed.exited).signal).toBe("SIGKILL");
   const reports = await waitFor(
     async () => {
       const rows = await db.reclaimBatchReport.findMany({ where: { companyId: company } });
@@ -117,6 +122,28 @@ it("a worker killed mid-job is replaced by another: the folder is handled exactl
   expect(existsSync(folder)).toBe(false);
   expect(await readFile(marker, "utf8")).toBe("native-workspace-sync.after-rename\n");
 }, 120_000);
+
+it("a worker killed between finishing a job and queueing its next deadline loses nothing: the scheduler queues it", async () => {
+  await startUpOnAHealthyWorker();
+
+  // A folder written just now is kept, with its retention deadline one window later.
+  const company = randomUUID();
+  await makeFolder(instance, await insertRun({ db }, { companyId: company, status: "running" }), 0);
+  const doomed = worker({ RECLAIM_FAULT_POINTS: "worker.before-next-deadline=kill" });
+  await doomed.waitForOutput(/"msg":"worker ready"/);
+  await folderCreated(company);
+  expect((await doomed.exited).signal).toBe("SIGKILL");
+  const row = await db.reclaimDeadline.findFirst({ where: { domain: DOMAIN, companyId: company } });
+  expect(row!.reason).toBe("retention");
+  const job = await waitFor(
+    async () => {
+      const found = await scheduler.deps.queues.queue(DOMAIN).getJob(`${DOMAIN}--${company}`);
+      return found && (await found.getState()) === "delayed" ? found : null;
+    },
+    { what: "the next deadline's job" },
+  );
+  expect(job.data.dueAt).toBe(row!.dueAt.toISOString());
+}, 60_000);
 
 it("SIGTERM finishes the active job, takes no new one, and exits cleanly", async () => {
   const p = worker({

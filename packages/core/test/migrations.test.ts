@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import pg from "pg";
 import { applyMigrations, REPO_ROOT } from "../src/db/migrate";
@@ -46,7 +46,48 @@ async function catalog(url: string, tables: string[]) {
     `SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename = ANY($1) ORDER BY 1, 2`,
     [tables],
   );
-  return { columns, constraints, indexes };
+  const triggers = await query(
+    url,
+    `SELECT tgrelid::regclass::text AS t, tgname, pg_get_triggerdef(oid) AS def FROM pg_trigger
+      WHERE NOT tgisinternal AND tgrelid::regclass::text = ANY($1) ORDER BY 1, 2`,
+    [tables],
+  );
+  return { columns, constraints, indexes, triggers };
+}
+
+/**
+ * The only additions Reclaim makes to Paperclip's tables, because the spec asks for them:
+ * the restore-point triggers on `issues` (status or parent change, delete) and `companies`
+ * (delete). They add rows to Reclaim's table and never change a Paperclip row or column.
+ */
+const SANCTIONED_TRIGGERS = [
+  "companies.reclaim_restore_points_company_delete",
+  "issues.reclaim_restore_points_issue_delete",
+  "issues.reclaim_restore_points_issue_update",
+];
+
+async function paperclipDatabase(): Promise<TestDatabase> {
+  const db = await createEmptyDatabase();
+  await query(
+    db.url,
+    readFileSync(path.join(REPO_ROOT, "packages/testkit/fixtures/paperclip-public-schema.sql"), "utf8"),
+  );
+  return db;
+}
+
+/** Every `.sql` file the services run (checks, ledger, locks, metrics). */
+function statementFiles(): string[] {
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory() && entry.name !== "generated") walk(full);
+      else if (entry.isFile() && entry.name.endsWith(".sql")) found.push(full);
+    }
+  };
+  for (const dir of ["packages/core/src", "apps/scheduler/src", "apps/worker/src"])
+    walk(path.join(REPO_ROOT, dir));
+  return found.sort();
 }
 
 describe("npm run migrate", () => {
@@ -99,11 +140,7 @@ describe("npm run migrate", () => {
   });
 
   it("on Paperclip's own database creates only what is missing and never alters a Paperclip table", async () => {
-    db = await createEmptyDatabase();
-    await query(
-      db.url,
-      readFileSync(path.join(REPO_ROOT, "packages/testkit/fixtures/paperclip-public-schema.sql"), "utf8"),
-    );
+    db = await paperclipDatabase();
     const all = (
       await query<{ table_name: string }>(
         db.url,
@@ -113,7 +150,10 @@ describe("npm run migrate", () => {
     const before = await catalog(db.url, all);
     await applyMigrations(db.url);
     await applyMigrations(db.url); // a second run is a no-op
-    expect(await catalog(db.url, all)).toEqual(before);
+    const after = await catalog(db.url, all);
+    const added = after.triggers.filter((t) => !before.triggers.some((b) => b.tgname === t.tgname));
+    expect(added.map((t) => `${t.t}.${t.tgname}`).sort()).toEqual(SANCTIONED_TRIGGERS);
+    expect({ ...after, triggers: after.triggers.filter((t) => !added.includes(t)) }).toEqual(before);
     const created = (
       await query<{ table_name: string }>(
         db.url,
@@ -123,5 +163,26 @@ describe("npm run migrate", () => {
     ).map((r) => r.table_name);
     expect(created).toEqual(expect.arrayContaining(["reclaim_deadlines", "native_run_finalizations"]));
     expect(created).not.toContain("_prisma_migrations");
+  });
+
+  it("every SQL statement Reclaim runs resolves on Paperclip's full tables (prepared after migrating them)", async () => {
+    db = await paperclipDatabase();
+    await applyMigrations(db.url);
+    const files = statementFiles();
+    expect(files.length).toBeGreaterThan(10);
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      const failures: string[] = [];
+      for (const [i, file] of files.entries()) {
+        // PREPARE parses, resolves every table, column and type, and plans without running.
+        await client
+          .query(`PREPARE statement_${i} AS ${readFileSync(file, "utf8")}`)
+          .catch((error: Error) => failures.push(`${path.relative(REPO_ROOT, file)}: ${error.message}`));
+      }
+      expect(failures).toEqual([]);
+    } finally {
+      await client.end();
+    }
   });
 });

@@ -44,6 +44,7 @@ export {
   FORMAT_VERSION as SEAL_FORMAT_VERSION,
   DEFAULT_CHUNK_SIZE as SEAL_DEFAULT_CHUNK_SIZE,
   sealedPayloadSize,
+  inspectHeader as inspectSealHeader,
 } from "./crypto/seal-format";
 export {
   withObjectQuarantine,

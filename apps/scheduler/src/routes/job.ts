@@ -28,7 +28,10 @@ export async function jobStatus(deps: import("../deps").ApiDeps, jobId: string) 
   if (!domain) throw notFound();
   const job = await deps.queues.queue(domain).getJob(jobId);
   const state = job ? STATES[await job.getState()] : undefined;
-  const stored = state === "waiting" || state === "delayed" ? null : await latestReportOfJob(deps.db, jobId);
+  // A deadline job's id comes back for every occurrence: until this one has finished, the
+  // report stored under its id belongs to an earlier one.
+  const finished = state === undefined || state === "completed" || state === "failed";
+  const stored = finished ? await latestReportOfJob(deps.db, jobId) : null;
   if (state) return { job, state, report: stored };
   if (!stored) throw notFound();
   return {

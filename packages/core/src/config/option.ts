@@ -16,6 +16,8 @@ export interface Option<T> {
   readonly defaultText: string | undefined;
   /** Never shown by the API (tokens, keys): reported as set or unset only. */
   readonly secret?: boolean;
+  /** The values it accepts, for docs ("minimum 1", "1 to 64"). */
+  readonly range?: string;
   read(env: Env): T;
 }
 
@@ -83,7 +85,15 @@ export function integerOption(
   bounds: IntegerBounds = {},
 ): Option<number> {
   const { min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER, unit } = bounds;
-  return define(
+  const range =
+    bounds.min !== undefined && bounds.max !== undefined
+      ? `${bounds.min} to ${bounds.max}`
+      : bounds.min !== undefined
+        ? `minimum ${bounds.min}`
+        : bounds.max !== undefined
+          ? `maximum ${bounds.max}`
+          : undefined;
+  const option = define(
     env,
     description,
     fallback,
@@ -99,6 +109,7 @@ export function integerOption(
     String,
     unit,
   );
+  return range === undefined ? option : { ...option, range };
 }
 
 export function stringOption(

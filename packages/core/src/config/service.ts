@@ -81,7 +81,7 @@ export const schedulerOptions = {
     stringOption(
       "RECLAIM_API_TOKEN",
       undefined,
-      "Bearer token every API call (and the dashboard) must present; the scheduler refuses to start without it",
+      "Bearer token (at least 16 characters) every API call and the dashboard must present; the scheduler refuses to start without it",
       (value) => (value.length >= 16 ? undefined : "must be at least 16 characters"),
     ),
   ),
@@ -98,6 +98,12 @@ export const workerOptions = {
       min: 1,
       max: 64,
     },
+  ),
+  reportRetentionDays: integerOption(
+    "RECLAIM_REPORT_RETENTION_DAYS",
+    30,
+    "Days batch reports (GET /v1/reports) are kept; older ones are pruned as new ones are stored, while /metrics totals keep counting them",
+    { min: 1, unit: "days" },
   ),
   shutdownTimeoutMs: integerOption(
     "RECLAIM_SHUTDOWN_TIMEOUT_MS",

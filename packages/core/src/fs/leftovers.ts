@@ -2,18 +2,19 @@
  * Finishing interrupted deletions: trees that were retired (renamed aside) but whose delete
  * did not complete (a crash, a full disk, EACCES). A batch tries a bounded number, resuming
  * after the last one it tried, so a leftover that cannot be deleted never blocks the others.
- * Several jobs may walk the same directory: each leftover is first claimed by renaming it to
- * a fresh name of the same kind (atomic: one claimant wins, the others see it gone and move
- * on), so no two jobs delete the same tree and none reports another's deletion as failed.
+ * Several jobs may walk the same directory: each leftover is claimed before it is deleted
+ * (`claimAndRemove`), so no two jobs delete the same tree and none reports another's
+ * deletion as failed.
  */
-import { readdir, rename } from "node:fs/promises";
+import { readdir } from "node:fs/promises";
 import path from "node:path";
-import { removeRetired } from "./retire";
-import { retiredName, retiredPrefixOf, type RetiredPrefix } from "./retired-names";
+import { claimAndRemove, LeftoverDeleteFailed } from "./retire";
+import { retiredPrefixOf, type RetiredPrefix } from "./retired-names";
 import { entryKind } from "./tree";
 
 export interface LeftoverResult {
   name: string;
+  /** Where it lies now (a leftover that could not be deleted keeps its claimed name). */
   path: string;
   /** Allocated bytes freed, or the error that kept it. */
   bytes?: number;
@@ -59,21 +60,11 @@ export async function finishInterruptedDeletes(
       results.push({ name, path: full, error: new Error("symlink: never followed or removed") });
       continue;
     }
-    const claimed = path.join(dir, retiredName(retiredPrefixOf(name)!));
     try {
-      await rename(full, claimed);
+      const removed = await claimAndRemove(full);
+      results.push(removed === null ? { name, path: full, taken: true } : { name, path: full, ...removed });
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") {
-        results.push({ name, path: full, taken: true });
-        continue;
-      }
-      results.push({ name, path: full, error });
-      continue;
-    }
-    try {
-      results.push({ name, path: claimed, bytes: await removeRetired(claimed) });
-    } catch (error) {
-      results.push({ name, path: claimed, error });
+      results.push({ name, path: error instanceof LeftoverDeleteFailed ? error.path : full, error });
     }
   }
   const last = results.at(-1)?.name ?? null;

@@ -52,6 +52,40 @@ export async function unretire(retired: string, original: string): Promise<boole
   return true;
 }
 
+/**
+ * Deletes a retired tree that other jobs may also be finishing (a shared folder's leftovers):
+ * it is first claimed by renaming it to a fresh name of the same kind, atomically, so exactly
+ * one claimant deletes it. Returns `null` when another job claimed it first. A failed delete
+ * throws `LeftoverDeleteFailed` naming where the tree now lies, for a later sweep.
+ */
+export async function claimAndRemove(retired: string): Promise<{ bytes: number } | null> {
+  const prefix = retiredPrefixOf(path.basename(retired));
+  if (!prefix) throw new Error(`BUG: ${retired} does not carry a retired name`);
+  const claimed = path.join(path.dirname(retired), retiredName(prefix));
+  try {
+    await rename(retired, claimed);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw new LeftoverDeleteFailed(retired, error);
+  }
+  try {
+    return { bytes: await removeRetired(claimed) };
+  } catch (error) {
+    throw new LeftoverDeleteFailed(claimed, error);
+  }
+}
+
+export class LeftoverDeleteFailed extends Error {
+  constructor(
+    /** Where the retired tree is now. */
+    readonly path: string,
+    cause: unknown,
+  ) {
+    super(`could not delete ${path}`, { cause });
+    this.name = "LeftoverDeleteFailed";
+  }
+}
+
 /** Deletes a tree that carries a retired name; returns the allocated bytes it held. */
 export async function removeRetired(retired: string): Promise<number> {
   if (!retiredPrefixOf(path.basename(retired)))

@@ -6,7 +6,8 @@
  *   apply    domain phase 2, in a Prisma interactive transaction holding the company lock
  *   finish   domain phase 3, after commit
  *   settle   one transaction: consume the claim, record the computed deadlines, insert the
- *            report row
+ *            report row (adding it to the domain's running totals), prune a few reports past
+ *            their retention
  *
  * A retryable failure before the last attempt is rethrown with nothing consumed, so BullMQ's
  * retry (or another worker, if this one dies) repeats the same job; checks are idempotent.
@@ -27,6 +28,7 @@ import {
   consumeClaimed,
   insertReport,
   keyOf,
+  pruneReports,
   requestDeadlines,
   type BatchReport,
   type DeadlineRequest,
@@ -39,6 +41,7 @@ import { ledgerCursors, sweepCursors } from "./cursors";
 import { describeError, isPermanent } from "./classify";
 
 export const DEFAULT_FAILURE_RETRY_MS = 15 * MINUTE_MS;
+const DEFAULT_REPORT_RETENTION_MS = 30 * 24 * 60 * MINUTE_MS;
 
 export interface JobRunnerDeps {
   db: Db;
@@ -50,6 +53,8 @@ export interface JobRunnerDeps {
   /** Domain configs as this process read them at start. */
   configs: ReadonlyMap<DomainId, DomainControls>;
   domains: ReadonlyMap<DomainId, AnyDomain>;
+  /** Reports older than this are pruned as new ones are stored (RECLAIM_REPORT_RETENTION_DAYS). */
+  reportRetentionMs?: number;
   /** Called with every stored report (callback delivery). */
   onReport?: (report: BatchReport) => Promise<void>;
 }
@@ -164,6 +169,11 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
   const stored = await db.$transaction(async (tx) => {
     await consumeClaimed(tx, key, claimed);
     await requestDeadlines(tx, toRecord, finishedAt);
+    await pruneReports(
+      tx,
+      domainId,
+      new Date(finishedAt.getTime() - (deps.reportRetentionMs ?? DEFAULT_REPORT_RETENTION_MS)),
+    );
     return insertReport(tx, {
       jobId: input.id,
       domain: domainId,

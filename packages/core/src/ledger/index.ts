@@ -2,3 +2,4 @@ export * from "./scope";
 export * from "./deadlines";
 export * from "./cursors";
 export * from "./reports";
+export * from "./report-totals";

@@ -4,6 +4,7 @@
  * structured log line. Bytes are allocated bytes (st_blocks), not file sizes.
  */
 import type { Db, Tx } from "../db";
+import { addReportTotals } from "./report-totals";
 import { companyIdOf, scopeOf, type Scope } from "./scope";
 
 export type EntryOutcome = "candidate" | "removed" | "kept" | "skipped" | "failed";
@@ -84,7 +85,12 @@ export function toBatchReport(row: ReportRow, withEntries = false): BatchReport 
   return report;
 }
 
-export async function insertReport(tx: Tx | Db, report: NewReport): Promise<BatchReport> {
+/**
+ * Stores a report and adds it to its domain's running totals (report-totals.ts), in the
+ * caller's transaction.
+ */
+export async function insertReport(tx: Tx, report: NewReport): Promise<BatchReport> {
+  await addReportTotals(tx, report);
   const row = await tx.reclaimBatchReport.create({
     data: {
       jobId: report.jobId,

@@ -11,7 +11,7 @@
  * Each sync holds the ledger key's advisory lock across the ledger read and the Redis calls,
  * so schedulers and workers in any number of processes never race one another.
  */
-import { Queue, type JobsOptions } from "bullmq";
+import { Queue, QueueEvents, type JobsOptions } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Clock } from "../clock";
 import type { Logger } from "../logging";
@@ -24,7 +24,7 @@ import {
   type DeadlineRequest,
   type LedgerKey,
 } from "../ledger";
-import { deadlineJobId, queueName, sweepJobId, type ReclaimJobData } from "./names";
+import { deadlineJobId, deadlineKeyOf, queueName, sweepJobId, type ReclaimJobData } from "./names";
 
 export interface DeadlineQueuesOptions {
   db: Db;
@@ -44,6 +44,8 @@ const SWEEP_RETENTION = { age: 7 * 24 * 3600, count: 1000 };
 export class DeadlineQueues {
   private readonly queues = new Map<string, Queue<ReclaimJobData>>();
   private closed = false;
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly followers: { events: QueueEvents; connection: Redis }[] = [];
 
   constructor(private readonly options: DeadlineQueuesOptions) {}
 
@@ -158,7 +160,14 @@ export class DeadlineQueues {
    */
   syncSoon(key: LedgerKey, onError?: (error: unknown) => void, attempt = 0): Promise<void> {
     if (this.closed) return Promise.resolve();
-    return this.sync(key).catch((error: unknown) => {
+    const attemptDone = this.sync(key);
+    // close() lets an attempt under way finish (the end of a job during shutdown).
+    this.inFlight.add(attemptDone);
+    void attemptDone.then(
+      () => this.inFlight.delete(attemptDone),
+      () => this.inFlight.delete(attemptDone),
+    );
+    return attemptDone.catch((error: unknown) => {
       onError?.(error);
       const delay = Math.min(60_000, 1000 * 2 ** attempt);
       return new Promise<void>((resolve) => {
@@ -176,6 +185,31 @@ export class DeadlineQueues {
     const keys = await scheduledKeys(this.options.db, domains);
     await this.syncAll(keys);
     return keys.length;
+  }
+
+  /**
+   * Syncs the key of every deadline job of `domains` that finishes, from BullMQ's event
+   * stream. The worker that ran a job syncs its key right after; a worker killed in between
+   * would leave the next deadline unqueued until some process restarts, so schedulers follow
+   * the stream as well (a sync is idempotent under the key's lock). Blocking reads, no polling.
+   */
+  async followFinishedJobs(domains: string[], onError?: (error: unknown) => void): Promise<void> {
+    for (const domain of domains) {
+      if (this.followers.some((f) => f.events.name === queueName(domain))) continue;
+      // A connection of its own (the reads block); BullMQ leaves a connection it is handed
+      // open, so close() ends it.
+      const connection = this.options.redis.duplicate();
+      const events = new QueueEvents(queueName(domain), { connection, prefix: this.options.prefix });
+      const follow = ({ jobId }: { jobId: string }) => {
+        const key = deadlineKeyOf(jobId);
+        if (key) void this.syncSoon(key, onError);
+      };
+      events.on("completed", follow);
+      events.on("failed", follow);
+      events.on("error", (error) => this.options.onError?.(error));
+      this.followers.push({ events, connection });
+    }
+    await Promise.all(this.followers.map((f) => f.events.waitUntilReady()));
   }
 
   /** A requested sweep: its own job, with its own id, outside the deadline protocol. */
@@ -213,8 +247,27 @@ export class DeadlineQueues {
     });
   }
 
+  /**
+   * Stops scheduling: sync attempts under way finish first (up to 10 s), so a job that ended
+   * during shutdown still has its next deadline queued; retries waiting for Redis or
+   * PostgreSQL are dropped (the ledger keeps their rows; the next start rebuilds them).
+   */
   async close(): Promise<void> {
     this.closed = true;
+    if (this.inFlight.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled([...this.inFlight]),
+        new Promise((resolve) => (timer = setTimeout(resolve, 10_000))),
+      ]);
+      clearTimeout(timer);
+    }
+    await Promise.all(
+      this.followers.splice(0).map(async ({ events, connection }) => {
+        await events.close();
+        await connection.quit().catch(() => connection.disconnect());
+      }),
+    );
     await Promise.all([...this.queues.values()].map((q) => q.close()));
     this.queues.clear();
   }

@@ -14,6 +14,13 @@ export function deadlineJobId(key: LedgerKey): string {
   return `${key.domain}--${key.scope}`;
 }
 
+/** The ledger key of a deadline job id; `null` for any other job (a sweep). */
+export function deadlineKeyOf(jobId: string): LedgerKey | null {
+  if (jobId.startsWith("sweep--")) return null;
+  const at = jobId.indexOf("--");
+  return at <= 0 ? null : { domain: jobId.slice(0, at), scope: jobId.slice(at + 2) };
+}
+
 /** A requested sweep has its own id (its scope travels in the job data). */
 export function sweepJobId(key: LedgerKey): string {
   return `sweep--${key.domain}--${randomUUID()}`;

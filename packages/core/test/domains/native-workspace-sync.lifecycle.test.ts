@@ -10,6 +10,7 @@ import path from "node:path";
 import {
   createLogger,
   FaultPoints,
+  INSTANCE_SCOPE,
   PermanentError,
   readConfigOf,
   runJob,
@@ -135,6 +136,11 @@ describe("crash recovery", () => {
       const crashed = await sweep(stack, company);
       expect(crashed.error).toContain(point);
       await crashing.stop();
+      // A failed batch tries again in 15 minutes.
+      const retry = await stack.db.reclaimDeadline.findFirst({
+        where: { domain: DOMAIN, companyId: company, reason: "retry" },
+      });
+      expect(Math.abs(retry!.dueAt.getTime() - (Date.now() + 15 * 60_000))).toBeLessThan(60_000);
       expect(existsSync(folder)).toBe(false);
       const leftovers = await expiredLeftovers(stack);
       expect(leftovers).toHaveLength(1);
@@ -215,6 +221,11 @@ describe("batch limits", () => {
     const second = await sweep(stack, company, { cursor: first.nextCursor });
     expect(tried(second)).toHaveLength(11);
     expect(await expiredLeftovers(stack)).toEqual([stuck]);
+    // The one it could not delete is tried again in 15 minutes.
+    const retry = await stack.db.reclaimDeadline.findFirst({
+      where: { domain: DOMAIN, companyId: company, reason: "retry" },
+    });
+    expect(Math.abs(retry!.dueAt.getTime() - (Date.now() + 15 * 60_000))).toBeLessThan(60_000);
     expect(existsSync(path.join(stack.instanceRoot, "native-workspace-sync"))).toBe(true);
   });
 });
@@ -295,48 +306,99 @@ describe("logs", () => {
 });
 
 describe("stopping early", () => {
+  let stack: Stack;
+  beforeEach(async () => {
+    stack = await startStack({ worker: false });
+  });
+  afterEach(async () => stack?.stop());
+
+  /** Runs one deadline job of `scope` in this process, with fault handlers and a signal. */
+  function runDirectly(scope: string, faults: FaultPoints, signal: AbortSignal) {
+    const deps = {
+      db: stack.db,
+      queues: stack.scheduler.deps.queues,
+      clock: stack.scheduler.deps.clock,
+      instanceRoot: stack.instanceRoot,
+      log: silentLogger,
+      faults,
+      configs: stack.scheduler.deps.configs,
+      domains: stack.scheduler.deps.domains,
+    };
+    return runJob(deps, {
+      id: `${DOMAIN}--${scope}`,
+      data: { kind: "deadline", domain: DOMAIN, scope },
+      attemptsMade: 0,
+      attempts: 3,
+      signal,
+    });
+  }
+
   it("a batch aborted inside a folder walk (cancel, shutdown) reports where it stopped, is not retried, and makes its claim due again", async () => {
-    const stack = await startStack({ worker: false });
-    try {
-      const company = randomUUID();
-      for (let i = 0; i < 3; i++) await makeFolder(stack, await insertRun(stack, { companyId: company }));
-      await stack.scheduler.deps.queues.request([
-        { domain: DOMAIN, scope: company, reason: "folder_created", dueAt: new Date() },
+    const company = randomUUID();
+    for (let i = 0; i < 3; i++) await makeFolder(stack, await insertRun(stack, { companyId: company }));
+    await stack.scheduler.deps.queues.request([
+      { domain: DOMAIN, scope: company, reason: "folder_created", dueAt: new Date() },
+    ]);
+    const abort = new AbortController();
+    let surveyed = 0;
+    // The job is told to stop while it walks the first folder: the walk throws.
+    const faults = FaultPoints.of({
+      "native-workspace-sync.surveyed": () => {
+        surveyed += 1;
+        abort.abort(new Error("cancelled"));
+        abort.signal.throwIfAborted();
+      },
+    });
+    const report = await runDirectly(company, faults, abort.signal);
+    expect(report).toMatchObject({ cancelled: true, error: null, removed: 0 });
+    expect(surveyed).toBe(1);
+    const due = await stack.db.reclaimDeadline.findMany({ where: { domain: DOMAIN, companyId: company } });
+    expect(due.map((d) => d.reason)).toEqual(["folder_created"]);
+    expect(due[0]!.dueAt.getTime()).toBeLessThanOrEqual(Date.now());
+    for (const name of await readdir(syncRoot(stack))) expect(name.startsWith(".expired-")).toBe(false);
+  });
+
+  it("deadline discovery reads run state 200 folders at a time and stops when the worker drains", async () => {
+    const companies = [randomUUID(), randomUUID(), randomUUID()];
+    for (let i = 0; i < 450; i++)
+      await makeFolder(stack, await insertRun(stack, { companyId: companies[i % 3]! }), 10, 0);
+    const startup = () =>
+      stack.scheduler.deps.queues.request([
+        { domain: DOMAIN, scope: INSTANCE_SCOPE, reason: "startup", dueAt: new Date() },
       ]);
-      const abort = new AbortController();
-      let surveyed = 0;
-      const deps = {
-        db: stack.db,
-        queues: stack.scheduler.deps.queues,
-        clock: stack.scheduler.deps.clock,
-        instanceRoot: stack.instanceRoot,
-        log: silentLogger,
-        // The job is told to stop while it walks the first folder: the walk throws.
-        faults: FaultPoints.of({
-          "native-workspace-sync.surveyed": () => {
-            surveyed += 1;
-            abort.abort(new Error("cancelled"));
-            abort.signal.throwIfAborted();
-          },
-        }),
-        configs: stack.scheduler.deps.configs,
-        domains: stack.scheduler.deps.domains,
-      };
-      const report = await runJob(deps, {
-        id: `${DOMAIN}--${company}`,
-        data: { kind: "deadline", domain: DOMAIN, scope: company },
-        attemptsMade: 0,
-        attempts: 3,
-        signal: abort.signal,
+    const companyStartups = () =>
+      stack.db.reclaimDeadline.count({
+        where: { domain: DOMAIN, companyId: { in: companies }, reason: "startup" },
       });
-      expect(report).toMatchObject({ cancelled: true, error: null, removed: 0 });
-      expect(surveyed).toBe(1);
-      const due = await stack.db.reclaimDeadline.findMany({ where: { domain: DOMAIN, companyId: company } });
-      expect(due.map((d) => d.reason)).toEqual(["folder_created"]);
-      expect(due[0]!.dueAt.getTime()).toBeLessThanOrEqual(Date.now());
-      for (const name of await readdir(syncRoot(stack))) expect(name.startsWith(".expired-")).toBe(false);
-    } finally {
-      await stack.stop();
-    }
+    await startup();
+
+    // Drained during the second read: no company is scheduled from half a discovery, and the
+    // start-up claim is due again at once for the next worker.
+    const abort = new AbortController();
+    let chunks = 0;
+    const drained = await runDirectly(
+      INSTANCE_SCOPE,
+      FaultPoints.of({
+        "native-workspace-sync.discovery-chunk": () => {
+          chunks += 1;
+          if (chunks === 2) abort.abort(new Error("worker draining"));
+        },
+      }),
+      abort.signal,
+    );
+    expect(chunks).toBe(2);
+    expect(drained).toMatchObject({ cancelled: true, error: null });
+    expect(await companyStartups()).toBe(0);
+    const again = await stack.db.reclaimDeadline.findFirst({
+      where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "startup" },
+    });
+    expect(again!.dueAt.getTime()).toBeLessThanOrEqual(Date.now());
+
+    // Undisturbed: 450 folders are read in 3 queries and every company gets its start-up check.
+    chunks = 0;
+    const counted = FaultPoints.of({ "native-workspace-sync.discovery-chunk": () => void (chunks += 1) });
+    await runDirectly(INSTANCE_SCOPE, counted, new AbortController().signal);
+    expect(chunks).toBe(3);
+    expect(await companyStartups()).toBe(3);
   });
 });

@@ -40,6 +40,32 @@ describe("a folder is removed", () => {
     );
   });
 
+  it("without a valid sync reference, whatever export, recovery or adoption rows name the run", async () => {
+    const c = company();
+    const run = await insertRun(stack, { companyId: c });
+    await stack.db.nativeRunFinalization.create({
+      data: { companyId: c, heartbeatRunId: run, status: "running" },
+    });
+    await stack.db.nativeWorkspaceExport.create({
+      data: { companyId: c, heartbeatRunId: run, status: "active" },
+    });
+    await stack.db.nativeRunRecoveryAction.create({ data: { companyId: c, heartbeatRunId: run } });
+    await stack.db.historicalRecoveryAdoption.create({
+      data: { companyId: c, heartbeatRunId: run, status: "pending" },
+    });
+    const folder = await makeFolder(stack, run);
+    const report = await sweep(stack, c);
+    expect(reasonOf(report, run)).toBe("removed");
+    expect(report.entries).toContainEqual(
+      expect.objectContaining({
+        id: `native-workspace-sync/${run}`,
+        outcome: "candidate",
+        reason: "no_sync_reference",
+      }),
+    );
+    expect(existsSync(folder)).toBe(false);
+  });
+
   it("when the run references the folder and nothing can still read it", async () => {
     const c = company();
     const run = await insertRun(stack, { companyId: c, syncRef: true });
@@ -185,7 +211,9 @@ describe("a folder is kept", () => {
       "nativeWorkspaceExportResume",
       { status: "released", metadata: { nativeWorkspaceExportResume: { at: "x" } } },
     ],
-    ["a cleanup in flight", { status: "pending_cleanup", cleanupStatus: "running" }],
+    ["a cleanup in flight (running)", { status: "pending_cleanup", cleanupStatus: "running" }],
+    ["a cleanup in flight (pending)", { status: "released", cleanupStatus: "pending" }],
+    ["a cleanup in flight (in_progress)", { status: "released", cleanupStatus: "in_progress" }],
   ])("while a lease of the run carries %s", async (_label, lease) => {
     const c = company();
     const run = await insertRun(stack, { companyId: c, syncRef: true });
@@ -212,20 +240,28 @@ describe("a folder is kept", () => {
     },
   );
 
-  it("while historical recovery adoption has pending work for the run", async () => {
+  it.each(["pending", "running"])(
+    "while historical recovery adoption has %s work for the run",
+    async (status) => {
+      const c = company();
+      const run = await insertRun(stack, { companyId: c, syncRef: true });
+      await stack.db.historicalRecoveryAdoption.create({
+        data: { companyId: c, heartbeatRunId: run, status },
+      });
+      await makeFolder(stack, run);
+      expect(reasonOf(await sweep(stack, c), run)).toBe("historical_adoption_pending");
+    },
+  );
+
+  it("while a settled run has no finish time", async () => {
     const c = company();
-    const run = await insertRun(stack, { companyId: c, syncRef: true });
-    await stack.db.historicalRecoveryAdoption.create({
-      data: { companyId: c, heartbeatRunId: run, status: "pending" },
-    });
+    const run = await insertRun(stack, { companyId: c, finishedDaysAgo: null });
     await makeFolder(stack, run);
-    expect(reasonOf(await sweep(stack, c), run)).toBe("historical_adoption_pending");
+    expect(reasonOf(await sweep(stack, c), run)).toBe("run_finish_unknown");
   });
 
-  it("while another transaction holds the run's finalization ownership lock, retrying in 15 minutes", async () => {
-    const c = company();
-    const run = await insertRun(stack, { companyId: c });
-    const folder = await makeFolder(stack, run);
+  /** Runs `during` while another transaction holds the run's finalization ownership lock. */
+  async function whileLockHeld<T>(run: string, during: () => Promise<T>): Promise<T> {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     let locked!: () => void;
@@ -242,15 +278,36 @@ describe("a folder is kept", () => {
       { timeout: 60_000 },
     );
     await isLocked;
-    const report = await sweep(stack, c);
-    release();
-    await holder;
+    try {
+      return await during();
+    } finally {
+      release();
+      await holder;
+    }
+  }
+
+  it("while another transaction holds the run's finalization ownership lock, retrying in 15 minutes", async () => {
+    const c = company();
+    const run = await insertRun(stack, { companyId: c });
+    const folder = await makeFolder(stack, run);
+    const report = await whileLockHeld(run, () => sweep(stack, c));
     expect(reasonOf(report, run)).toBe("finalization_lock_held");
     expect(existsSync(folder)).toBe(true);
     const retry = await stack.db.reclaimDeadline.findFirst({
       where: { domain: "native-workspace-sync", companyId: c, reason: "retry" },
     });
     expect(Math.abs(retry!.dueAt.getTime() - (Date.now() + 15 * 60_000))).toBeLessThan(60_000);
+  });
+
+  it("a dry run reports a folder whose finalization lock is held as skipped, as the real run would", async () => {
+    const c = company();
+    const run = await insertRun(stack, { companyId: c });
+    await makeFolder(stack, run);
+    const report = await whileLockHeld(run, () => sweep(stack, c, { dryRun: true }));
+    expect(reasonOf(report, run)).toBe("finalization_lock_held");
+    expect(report.candidates).toBe(0);
+    // Unlocked, the same dry run lists it as a candidate.
+    expect(reasonOf(await sweep(stack, c, { dryRun: true }), run)).toBe("candidate");
   });
 });
 

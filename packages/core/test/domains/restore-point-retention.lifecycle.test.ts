@@ -7,6 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";
+import pg from "pg";
 import { createLogger, type BatchReport } from "@reclaim/core";
 import { createLocalDiskProvider, type StorageProvider } from "@reclaim/shared";
 import { startStack, TEST_TOKEN, waitFor, type Stack } from "@reclaim/testkit";
@@ -187,27 +188,6 @@ describe("wake-ups", () => {
     expect(await objectState(storage, point.storageKey)).toBe("absent");
   });
 
-  it("deleting a company removes its restore points' objects promptly", async () => {
-    const company = await stack.db.company.create({ data: { name: "leaving" } });
-    const issue = await insertIssue(stack, { companyId: company.id });
-    const points = [
-      await storedRestorePoint(stack, storage, { companyId: company.id, sourceIssueId: issue }),
-      await storedRestorePoint(stack, storage, {
-        companyId: company.id,
-        sourceIssueId: issue,
-        generation: 2,
-      }),
-    ];
-    await stack.db.issue.delete({ where: { id: issue } });
-    await stack.db.company.delete({ where: { id: company.id } });
-    for (const point of points) {
-      await waitFor(async () => (await restorePointRow(stack, point.id)).status === "deleted", {
-        what: "the deletion",
-      });
-      expect(await objectState(storage, point.storageKey)).toBe("absent");
-    }
-  });
-
   it("works in batches of 50; a full batch continues at once; each run logs its counts", async () => {
     const company = randomUUID();
     const ids: string[] = [];
@@ -268,5 +248,62 @@ describe("wake-ups", () => {
         what: "the review found after reconnecting",
       },
     );
+  });
+});
+
+describe("deleting a company", () => {
+  let stack: Stack;
+  afterAll(async () => stack?.stop());
+
+  it("marks its restore points delete_requested in the deleting transaction, wakes the worker at once, and their objects are deleted; its issues are not touched", async () => {
+    // No worker yet, so the wake-up stays in the ledger to be looked at; no issue-change wake-ups.
+    stack = await startStack({ worker: false, env: { RECLAIM_RESTORE_POINT_SETTLE_MS: "600000" } });
+    const storage = storageOf(stack.instanceRoot);
+    const company = await stack.db.company.create({ data: { name: "leaving" } });
+    const [root, leaf] = await insertChain(stack, company.id, 2);
+    const points = [
+      await storedRestorePoint(stack, storage, { companyId: company.id, sourceIssueId: root! }),
+      await storedRestorePoint(stack, storage, { companyId: company.id, sourceIssueId: leaf! }),
+    ];
+    const otherCompany = await storedRestorePoint(stack, storage, {
+      companyId: randomUUID(),
+      sourceIssueId: root!,
+    });
+    const statuses = () => Promise.all(points.map(async (p) => (await restorePointRow(stack, p.id)).status));
+
+    const paperclip = new pg.Client({ connectionString: stack.database.url });
+    await paperclip.connect();
+    try {
+      await paperclip.query("BEGIN");
+      await paperclip.query("DELETE FROM companies WHERE id = $1", [company.id]);
+      const inside = await paperclip.query<{ status: string }>(
+        "SELECT status FROM execution_workspace_restore_points WHERE id = ANY($1::uuid[])",
+        [points.map((p) => p.id)],
+      );
+      expect(inside.rows.map((r) => r.status)).toEqual(["delete_requested", "delete_requested"]);
+      expect(await statuses()).toEqual(["active", "active"]); // not committed yet
+      await paperclip.query("COMMIT");
+    } finally {
+      await paperclip.end();
+    }
+    const committedAt = Date.now();
+
+    const wake = await waitFor(async () => (await deadlinesOf(stack, company.id)).get("company_deleted"), {
+      what: "the company_deleted wake-up",
+    });
+    expect(wake.getTime()).toBeLessThanOrEqual(Date.now()); // due at once, not after a settle window
+    expect(wake.getTime()).toBeGreaterThan(committedAt - 5000);
+    expect(await stack.db.issue.count({ where: { companyId: company.id } })).toBe(2);
+
+    await stack.startWorker();
+    for (const point of points) {
+      await waitFor(async () => (await restorePointRow(stack, point.id)).status === "deleted", {
+        what: "the deletion",
+        timeoutMs: 10_000,
+      });
+      expect(await objectState(storage, point.storageKey)).toBe("absent");
+    }
+    expect((await restorePointRow(stack, otherCompany.id)).status).toBe("active");
+    expect(await objectState(storage, otherCompany.storageKey)).toBe("present");
   });
 });

@@ -274,6 +274,24 @@ describe("a pending restore point", () => {
   });
 });
 
+describe("a superseded or delete_requested restore point", () => {
+  it("is due from when it entered that status: one stamped ahead of the worker's clock waits for that time, which is a deadline", async () => {
+    const company = randomUUID();
+    // Marked by a database whose clock runs ahead of the worker's (the trigger's now()).
+    const stampedAt = new Date(Date.now() + 10 * MINUTE_MS);
+    const id = await insertRestorePoint(stack, {
+      companyId: company,
+      sourceIssueId: randomUUID(),
+      status: "delete_requested",
+      createdAt: stampedAt,
+    });
+    const report = await sweepRestorePoints(stack, company);
+    expect(report.checked).toBe(0);
+    expect((await restorePointRow(stack, id)).status).toBe("delete_requested");
+    expect((await deadlinesOf(stack, company)).get("retry")?.getTime()).toBe(stampedAt.getTime());
+  });
+});
+
 describe("the expiry hook", () => {
   it("that fails keeps the row expiring and its object, records the error, and is retried after 15 minutes", async () => {
     const company = randomUUID();

@@ -175,20 +175,29 @@ export class OpenTransform extends Transform {
 
 /**
  * One chunk's worth of buffer that releases a full chunk only when a further byte arrives:
- * until the input ends, nobody knows whether a full chunk is the final one.
+ * until the input ends, nobody knows whether a full chunk is the final one. An input buffer
+ * that holds a whole chunk where none is pending is held by reference, not copied (streams
+ * hand their buffers over; with 1 MiB reads and 1 MiB chunks, nothing is copied at all).
  */
 class HeldBackChunk {
   private readonly bytes: Buffer;
+  private held: Buffer | null = null;
   private filled = 0;
 
-  constructor(size: number) {
+  constructor(private readonly size: number) {
     this.bytes = Buffer.allocUnsafe(size);
   }
 
-  /** Copies `data[offset..]` in; `release` must consume `content()` and `reset()`. */
+  /** Takes `data[offset..]` in; `release` must consume `content()` and `reset()`. */
   feed(data: Buffer, offset: number, release: () => void): void {
     while (offset < data.length) {
-      if (this.filled === this.bytes.length) release();
+      if (this.filled === this.size) release();
+      if (this.filled === 0 && data.length - offset >= this.size) {
+        this.held = data.subarray(offset, offset + this.size);
+        this.filled = this.size;
+        offset += this.size;
+        continue;
+      }
       const copied = data.copy(this.bytes, this.filled, offset);
       this.filled += copied;
       offset += copied;
@@ -196,11 +205,12 @@ class HeldBackChunk {
   }
 
   content(): Buffer {
-    return this.bytes.subarray(0, this.filled);
+    return this.held ?? this.bytes.subarray(0, this.filled);
   }
 
   reset(): void {
     this.filled = 0;
+    this.held = null;
   }
 }
 

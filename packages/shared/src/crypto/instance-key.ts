@@ -1,7 +1,8 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
-import { chmod, link, mkdir, open, readFile, stat, unlink } from "node:fs/promises";
+import { chmod, link, open, readFile, stat, unlink } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { fsyncPath, mkdirDurable, type FsyncObserver } from "../durable-dirs";
 import { ConfigError, errnoCode, SealError } from "../errors";
 
 /** Where the instance key came from: restore points on s3 need "env" (see assertRestorePointsAllowed). */
@@ -30,6 +31,8 @@ export interface LoadInstanceKeyOptions {
    * nor PAPERCLIP_SECRETS_MASTER_KEY_FILE is set.
    */
   instanceRoot?: string;
+  /** Test hook, never set in production: sees every file and directory fsynced. */
+  testHooks?: { onFsync?: FsyncObserver };
 }
 
 const KEY_BYTES = 32;
@@ -41,9 +44,11 @@ const ENV_FILE = "PAPERCLIP_SECRETS_MASTER_KEY_FILE";
  * (32 bytes as base64, 64 hex characters, or 32 raw characters), else the key file
  * PAPERCLIP_SECRETS_MASTER_KEY_FILE (default `<instanceRoot>/secrets/master.key`). A missing
  * key file is created with a random key, base64 as Paperclip writes it, mode 0600 in a 0700
- * directory. Creation is race-free: the key is written to a private temporary file and linked
- * into place, so two processes starting together end up with the same key, never with one
- * each or a half-written file.
+ * directory. Creation is race-free: the key is written to a private temporary file, fsynced
+ * and linked into place, so two processes starting together end up with the same key, never
+ * with one each or a half-written file. The directory is fsynced after the link (and every
+ * directory created on the way into its parent), so the key survives a power loss: a key
+ * lost after restore points were sealed with it would make them unreadable.
  *
  * @throws SealError RECLAIM_ERR_INSTANCE_KEY_INVALID when the variable or file holds no valid
  *   key (the message names the variable or file, never the value);
@@ -63,7 +68,8 @@ export async function loadInstanceKey(options: LoadInstanceKeyOptions = {}): Pro
     return { key, fingerprint: fingerprintOf(key), source: "env" };
   }
   const keyFilePath = resolveKeyFile(env, options.instanceRoot);
-  const key = (await readKeyFile(keyFilePath)) ?? (await createKeyFile(keyFilePath));
+  const key =
+    (await readKeyFile(keyFilePath)) ?? (await createKeyFile(keyFilePath, options.testHooks?.onFsync));
   return { key, fingerprint: fingerprintOf(key), source: "file", keyFilePath };
 }
 
@@ -121,11 +127,11 @@ async function readKeyFile(file: string): Promise<Buffer | null> {
   return key;
 }
 
-async function createKeyFile(file: string): Promise<Buffer> {
+async function createKeyFile(file: string, onFsync: FsyncObserver | undefined): Promise<Buffer> {
   const dir = path.dirname(file);
   const temp = path.join(dir, `.master.key.${randomUUID()}.tmp`);
   try {
-    await mkdir(dir, { recursive: true, mode: 0o700 });
+    await mkdirDurable(dir, 0o700, onFsync);
     const handle = await open(temp, "wx", 0o600);
     try {
       await handle.writeFile(randomBytes(KEY_BYTES).toString("base64"), "utf8");
@@ -133,10 +139,13 @@ async function createKeyFile(file: string): Promise<Buffer> {
     } finally {
       await handle.close();
     }
+    onFsync?.(temp);
     await link(temp, file).catch((error: unknown) => {
       // Another process created the key first: theirs is the key.
       if (errnoCode(error) !== "EEXIST") throw error;
     });
+    await unlink(temp);
+    await fsyncPath(dir, "r", onFsync); // the link (and the temporary's removal) made durable
   } catch (error) {
     throw new SealError("RECLAIM_ERR_INSTANCE_KEY_IO", `creating ${file}: ${errnoCode(error) ?? error}`, {
       cause: error,

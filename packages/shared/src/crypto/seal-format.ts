@@ -103,6 +103,30 @@ export function decodeHeader(bytes: Buffer): SealHeader {
   };
 }
 
+/** What a stored key header says without opening anything (activation's read-back check). */
+export interface HeaderFacts {
+  formatVersion: number;
+  /** Hex fingerprint of the instance key wrapping the data key; null for a version this build cannot read. */
+  keyFingerprint: string | null;
+}
+
+/**
+ * Reads a key header's format version and key fingerprint. Every version starts with the
+ * magic and a u16 version, so a header of a version this build cannot decode still says which
+ * version it is. Throws SealError when the bytes are not a key header at all.
+ */
+export function inspectHeader(bytes: Buffer): HeaderFacts {
+  if (bytes.length < 10 || !bytes.subarray(0, HEADER_MAGIC.length).equals(HEADER_MAGIC)) {
+    throw new SealError(
+      "RECLAIM_ERR_SEAL_UNKNOWN_VERSION",
+      `header does not start with ${HEADER_MAGIC.toString("latin1")}`,
+    );
+  }
+  const formatVersion = bytes.readUInt16BE(HEADER_MAGIC.length);
+  if (formatVersion !== FORMAT_VERSION) return { formatVersion, keyFingerprint: null };
+  return { formatVersion, keyFingerprint: decodeHeader(bytes).keyFingerprint.toString("hex") };
+}
+
 export function chunkNonce(index: number): Buffer {
   const nonce = Buffer.alloc(12);
   nonce.writeBigUInt64BE(BigInt(index), 4);

@@ -1,6 +1,6 @@
 /**
- * Ownership of a pack name in the shared object store, held while one capture publishes
- * (or compensates) that pack. This is what makes failure compensation safe.
+ * Ownership of a pack name in the shared object store, held while one capture publishes,
+ * compensates or recovers that pack. This is what makes failure compensation safe.
  *
  * The race it closes (the review of the reference design): captures A and B produce the
  * same pack. A links `pack-X.pack` into the store; B finds it there and counts it as
@@ -9,19 +9,51 @@
  * either published all of its files or removed the ones it created, so B never adopts a
  * half-published pack from a live publisher: it links its own copy, or adopts a complete one.
  *
- * Record: `<objects>/info/reclaim-pack-owners/<pack-name>`, JSON {captureId, pid, host,
- * startedAt}, created atomically (written to a private file, then hard-linked into place,
- * which fails if the record exists). It lives under `info/`, where git looks only for names
- * it knows, so `git count-objects` reports no garbage, and it is removed on release.
+ * Protocol (every name below is in `<objects>/info/reclaim-pack-owners/`, a directory git
+ * never reads, created with core.sharedRepository permissions):
+ *
+ *  - Record: the file `<pack>`, JSON {lockId (fresh per record), captureId, host, bootId,
+ *    pid, pidStart, createdAt} (process-identity.ts).
+ *  - Take: register lockId in this process, then create the record with O_CREAT|O_EXCL,
+ *    write, fsync it and its directory (so a record that a power loss would lose never
+ *    guards a `.pack` that survived). EEXIST means somebody holds it. No hard link is
+ *    needed, so this works where the filesystem refuses them.
+ *  - Holder dead? Judged from the record: a record of this very process is live exactly when
+ *    its lockId is registered here (registered before the create, unregistered after the
+ *    unlink, so a record being created here is never taken for dead, and one a failed
+ *    release left behind is); same host, same boot: the pid must run with the same start
+ *    time (a reused pid has another); an earlier boot: dead; another host: dead once
+ *    `createdAt` is `staleAfterMs` old. An unreadable record (a crash between create and
+ *    write) is dead once its mtime is `staleAfterMs` old.
+ *  - Break a dead holder's record R (lockId r): take the break lock `<pack>.break-<r>`
+ *    exactly as a record is taken, so only one capture anywhere breaks R (a dead breaker's
+ *    break lock is broken the same way, under `<pack>.break-<its lockId>`); under it, re-read
+ *    R and unlink it only if it still has lockId r; drop the break lock; take the record
+ *    again. A record is never moved aside or put back, so a live record can neither be lost
+ *    nor resurrected after its release: it is removed only by its owner, or by the one
+ *    holder of its break lock after that holder saw it dead, and a dead holder stays dead.
+ *  - Release: re-read the record and unlink it only if its lockId is still ours (the name
+ *    can be someone else's after another host broke ours by age), then unregister.
+ *  - Wait: captures of this process queue on one promise per pack; across processes the
+ *    record is polled every 20 ms; both together are bounded by `busyTimeoutMs` and end in
+ *    retryable RECLAIM_ERR_QUARANTINE_PACK_BUSY.
+ *  - Recovery: a broken record means its capture died mid-publication or mid-compensation.
+ *    The capture that breaks it learns this (`tookOverAbandoned`) and, holding the pack,
+ *    removes whatever of the pack is in the store without its `.idx` (pack-recovery.ts). If
+ *    that removal fails, the new record is left in place (`abandon()`), dead to this process
+ *    at once and to others when this process ends, so recovery is tried again.
+ *
  * Holding lasts a few link(2) calls, so contention only arises between captures of identical
- * content. A waiter in the same process awaits the holder directly; across processes it
- * polls. A record whose process is gone (same host, pid not alive) or that is older than
- * `staleAfterMs` is broken: a crash mid-publication cannot block that pack forever.
+ * content. Limits: a holder on another host that freezes for `staleAfterMs` loses its record
+ * (it then neither publishes the pack's index, compensates nor releases, see `held()`,
+ * but what it does in the instant between that check and the act is not protected); a
+ * plain `git` (not Reclaim) finalizing a byte-identical pack in the same milliseconds takes
+ * no record at all (publish.ts).
  */
 import { randomUUID } from "node:crypto";
-import os from "node:os";
 import path from "node:path";
 import { errnoCode, QuarantineError } from "../errors";
+import { currentProcess, livenessOf, type ProcessIdentity } from "./process-identity";
 import type { PublishFs } from "./publish-fs";
 import { adjustSharedPerm, type SharedRepository } from "./shared-permissions";
 import { sleep, type Clock, type Timer } from "./timing";
@@ -34,157 +66,390 @@ export interface OwnershipOptions {
   captureId: string;
   /** How long to wait for another live owner of the same pack, ms. */
   busyTimeoutMs: number;
-  /** Age after which a record counts as abandoned whatever its pid, ms. */
+  /** Age after which a record of another host, or an unreadable one, counts as abandoned, ms. */
   staleAfterMs: number;
   /** Test hook: called each time this capture finds the pack owned by someone else. */
   onBusy?: (packName: string) => void;
 }
 
-interface OwnerRecord {
-  captureId: string;
-  pid: number;
-  host: string;
-  startedAt: number;
+export interface PackOwnership {
+  /** The record of a capture that died holding this pack was broken to take this one. */
+  readonly tookOverAbandoned: boolean;
+  /** Whether the pack's record is still this one (false after another host broke it by age). */
+  held(): Promise<boolean>;
+  /** Removes the record if it is still this one. */
+  release(): Promise<void>;
+  /**
+   * Leaves the record in place but unregistered: dead to this process now and to every
+   * other once this process ends, so the next publication recovers the pack again.
+   */
+  abandon(): void;
 }
 
-/** Records held by this process, and how to wait for their release. */
-const heldHere = new Map<string, Promise<void>>();
-const POLL_MS = 20;
+export interface OwnerRecord extends ProcessIdentity {
+  lockId: string;
+  captureId: string;
+  /** Milliseconds since the epoch, by the capture's clock. */
+  createdAt: number;
+}
+
+/** What the name of a record or break lock holds right now. */
+type Observed =
+  | { kind: "gone" }
+  | { kind: "held"; lockId: string; ino: number; mtimeMs: number; record: OwnerRecord | null };
+
+type Taken = { lockId: string; brokeDead: boolean };
 
 export const OWNERS_DIR = path.join("info", "reclaim-pack-owners");
+const POLL_MS = 20;
 
-/** Holds pack `packName` of `objectsDir`; resolves with the release function. */
+/** lockIds of the records and break locks this process holds right now. */
+const registered = new Set<string>();
+/** One promise per pack this process is working on: in-process captures queue on it. */
+const inProcess = new Map<string, Promise<void>>();
+
+/** Takes pack `packName` of `objectsDir`, waiting up to `busyTimeoutMs` for a live holder. */
 export async function acquirePackOwnership(
   objectsDir: string,
   packName: string,
   options: OwnershipOptions,
-): Promise<() => Promise<void>> {
-  const { fs, clock } = options;
-  const dir = path.join(objectsDir, OWNERS_DIR);
-  const record = path.join(dir, packName);
-  const deadline = clock.now() + options.busyTimeoutMs;
-  const mine: OwnerRecord = {
-    captureId: options.captureId,
-    pid: process.pid,
-    host: os.hostname(),
-    startedAt: clock.now(),
-  };
-  for (;;) {
-    if (await tryCreate(dir, record, mine, options)) {
-      let release!: () => void;
-      heldHere.set(record, new Promise<void>((resolve) => (release = resolve)));
-      return async () => {
-        await fs.unlink(record).catch(ignore("ENOENT"));
-        heldHere.delete(record);
-        release();
-        await fs.rmdir(dir).catch(ignore("ENOTEMPTY", "ENOENT", "EEXIST"));
-      };
-    }
-    const holder = await readRecord(fs, record);
-    if (holder === "gone") continue;
-    const waitHere = heldHere.get(record);
-    if (waitHere) {
+): Promise<PackOwnership> {
+  const deadline = options.clock.now() + options.busyTimeoutMs;
+  const owners = new OwnersDir(objectsDir, options);
+  const local = await queueInProcess(owners.key(packName), packName, deadline, options);
+  try {
+    for (;;) {
+      const taken = await owners.tryTake(packName);
+      if (taken !== "busy") return owners.handle(packName, taken, local);
+      if (options.clock.now() >= deadline) throw await owners.busyError(packName);
       options.onBusy?.(packName);
-      await waitHere;
-      continue;
+      await sleep(options.timer, POLL_MS);
     }
-    if (holder === "unreadable" || isStale(holder.record, options)) {
-      await breakStale(fs, record, holder === "unreadable" ? null : holder.ino);
-      continue;
-    }
-    if (clock.now() >= deadline) {
-      throw new QuarantineError(
-        "RECLAIM_ERR_QUARANTINE_PACK_BUSY",
-        `${packName} is being published by capture ${holder.record.captureId} (pid ${holder.record.pid} on ${holder.record.host})`,
-      );
-    }
-    options.onBusy?.(packName);
-    await sleep(options.timer, POLL_MS);
+  } catch (error) {
+    local();
+    throw error;
   }
 }
 
-async function tryCreate(
-  dir: string,
-  record: string,
-  mine: OwnerRecord,
+/** Takes pack `packName` only if nobody live holds it; null otherwise. Never waits. */
+export async function tryAcquirePackOwnership(
+  objectsDir: string,
+  packName: string,
   options: OwnershipOptions,
-): Promise<boolean> {
-  const { fs } = options;
-  const temp = path.join(dir, `.${path.basename(record)}.${randomUUID()}`);
+): Promise<PackOwnership | null> {
+  const owners = new OwnersDir(objectsDir, options);
+  const local = await queueInProcess(owners.key(packName), packName, null, options);
+  if (!local) return null;
   try {
-    await fs.createExclusive(temp, JSON.stringify(mine));
+    const taken = await owners.tryTake(packName);
+    if (taken !== "busy") return owners.handle(packName, taken, local);
   } catch (error) {
-    if (errnoCode(error) !== "ENOENT") throw error;
-    for (const needed of [path.dirname(dir), dir]) {
-      await fs.mkdir(needed).then(() => adjustSharedPerm(fs, options.shared, needed), ignore("EEXIST"));
-    }
-    return false;
-  }
-  try {
-    await fs.link(temp, record);
-    return true;
-  } catch (error) {
-    if (errnoCode(error) === "EEXIST" || errnoCode(error) === "ENOENT") return false;
-    throw error;
-  } finally {
-    await fs.unlink(temp).catch(ignore("ENOENT"));
-  }
-}
-
-async function readRecord(
-  fs: PublishFs,
-  record: string,
-): Promise<"gone" | "unreadable" | { record: OwnerRecord; ino: number }> {
-  const info = await fs.lstat(record);
-  if (!info) return "gone";
-  let text: string;
-  try {
-    text = await fs.readFile(record);
-  } catch (error) {
-    if (errnoCode(error) === "ENOENT") return "gone";
+    local();
     throw error;
   }
-  try {
-    const parsed = JSON.parse(text) as OwnerRecord;
-    if (typeof parsed.pid !== "number" || typeof parsed.startedAt !== "number") return "unreadable";
-    return { record: parsed, ino: info.ino };
-  } catch {
-    return "unreadable";
-  }
-}
-
-function isStale(holder: OwnerRecord, options: OwnershipOptions): boolean {
-  const dead = holder.host === os.hostname() && !processAlive(holder.pid);
-  return dead || options.clock.now() - holder.startedAt > options.staleAfterMs;
+  local();
+  return null;
 }
 
 /**
- * Moves the record aside, then checks it moved the record it judged: if a live capture
- * re-created the record in between, its record is linked back.
+ * Removes the break locks of pack `packName` whose holders are dead (a breaker that crashed
+ * leaves one). The caller holds the pack.
  */
-async function breakStale(fs: PublishFs, record: string, judgedIno: number | null): Promise<void> {
-  const aside = `${record}.broken-${randomUUID()}`;
-  try {
-    await fs.rename(record, aside);
-  } catch (error) {
-    if (errnoCode(error) === "ENOENT") return;
-    throw error;
+export async function removeDeadBreakLocks(
+  objectsDir: string,
+  packName: string,
+  options: OwnershipOptions,
+): Promise<void> {
+  const owners = new OwnersDir(objectsDir, options);
+  for (const name of await owners.list()) {
+    if (!name.startsWith(`${packName}.break-`)) continue;
+    const seen = await owners.read(name);
+    if (seen.kind === "held" && (await owners.isDead(seen))) await owners.breakDead(name, seen);
   }
-  const moved = await fs.lstat(aside);
-  if (judgedIno !== null && moved && moved.ino !== judgedIno) {
-    await fs.link(aside, record).catch(ignore("EEXIST"));
-  }
-  await fs.unlink(aside).catch(ignore("ENOENT"));
 }
 
-function processAlive(pid: number): boolean {
-  if (pid === process.pid) return false; // our own records are all in heldHere
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return errnoCode(error) === "EPERM";
+/** Names in the owners directory (records and break locks); none when it does not exist. */
+export async function listOwnerEntries(objectsDir: string, fs: PublishFs): Promise<string[]> {
+  return fs.readdir(path.join(objectsDir, OWNERS_DIR)).catch((error: unknown) => {
+    if (errnoCode(error) === "ENOENT") return [] as string[];
+    throw error;
+  });
+}
+
+/**
+ * In-process queue: resolves with the function that lets the next capture in, or null when
+ * `deadline` is null and another capture of this process holds the pack.
+ */
+async function queueInProcess(
+  key: string,
+  packName: string,
+  deadline: number,
+  options: OwnershipOptions,
+): Promise<() => void>;
+async function queueInProcess(
+  key: string,
+  packName: string,
+  deadline: number | null,
+  options: OwnershipOptions,
+): Promise<(() => void) | null>;
+async function queueInProcess(
+  key: string,
+  packName: string,
+  deadline: number | null,
+  options: OwnershipOptions,
+): Promise<(() => void) | null> {
+  for (;;) {
+    const holder = inProcess.get(key);
+    if (!holder) {
+      let letNextIn!: () => void;
+      inProcess.set(key, new Promise<void>((resolve) => (letNextIn = resolve)));
+      return () => {
+        inProcess.delete(key);
+        letNextIn();
+      };
+    }
+    if (deadline === null) return null;
+    const remaining = deadline - options.clock.now();
+    if (remaining <= 0) {
+      throw new QuarantineError(
+        "RECLAIM_ERR_QUARANTINE_PACK_BUSY",
+        `${packName} is being published by another capture of this process`,
+      );
+    }
+    options.onBusy?.(packName);
+    await released(holder, remaining, options.timer);
   }
+}
+
+/** Resolves when `holder` resolves or `ms` have passed, whichever is first. */
+function released(holder: Promise<void>, ms: number, timer: Timer): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timeout = timer.setTimeout(resolve, ms);
+    void holder.then(() => {
+      timer.clearTimeout(timeout);
+      resolve();
+    });
+  });
+}
+
+class OwnersDir {
+  readonly dir: string;
+
+  constructor(
+    private readonly objectsDir: string,
+    private readonly options: OwnershipOptions,
+  ) {
+    this.dir = path.join(objectsDir, OWNERS_DIR);
+  }
+
+  key(packName: string): string {
+    return `${this.objectsDir}\0${packName}`;
+  }
+
+  list(): Promise<string[]> {
+    return listOwnerEntries(this.objectsDir, this.options.fs);
+  }
+
+  handle(packName: string, taken: Taken, letNextIn: () => void): PackOwnership {
+    let done = false;
+    const finish = (): void => {
+      done = true;
+      letNextIn();
+    };
+    return {
+      tookOverAbandoned: taken.brokeDead,
+      held: async () => {
+        const seen = await this.read(packName);
+        return seen.kind === "held" && seen.lockId === taken.lockId;
+      },
+      release: async () => {
+        if (done) return;
+        try {
+          await this.release(packName, taken.lockId);
+          await this.options.fs.rmdir(this.dir).catch(ignore("ENOTEMPTY", "ENOENT", "EEXIST"));
+        } finally {
+          finish();
+        }
+      },
+      abandon: () => {
+        if (done) return;
+        registered.delete(taken.lockId); // the record itself stays in place
+        finish();
+      },
+    };
+  }
+
+  /** Creates `name` for this capture, breaking a dead holder's; "busy" while a live one holds it. */
+  async tryTake(name: string): Promise<Taken | "busy"> {
+    let brokeDead = false;
+    for (;;) {
+      const lockId = randomUUID();
+      if (await this.create(name, lockId)) return { lockId, brokeDead };
+      const seen = await this.read(name);
+      if (seen.kind === "gone") continue;
+      if (!(await this.isDead(seen))) return "busy";
+      const outcome = await this.breakDead(name, seen);
+      if (outcome === "busy") return "busy";
+      if (outcome === "removed") brokeDead = true;
+    }
+  }
+
+  /** Removes `name` if it still is the dead record `seen`, under that record's break lock. */
+  async breakDead(
+    name: string,
+    seen: Extract<Observed, { kind: "held" }>,
+  ): Promise<"removed" | "changed" | "busy"> {
+    const breakLock = `${packOf(name)}.break-${seen.lockId}`;
+    const taken = await this.tryTake(breakLock);
+    if (taken === "busy") return "busy";
+    try {
+      const now = await this.read(name);
+      if (now.kind !== "held" || now.lockId !== seen.lockId || now.ino !== seen.ino) return "changed";
+      await this.options.fs.unlink(path.join(this.dir, name)).catch(ignore("ENOENT"));
+      return "removed";
+    } finally {
+      await this.release(breakLock, taken.lockId);
+    }
+  }
+
+  async isDead(seen: Extract<Observed, { kind: "held" }>): Promise<boolean> {
+    const { clock, staleAfterMs } = this.options;
+    const holder = seen.record;
+    if (!holder) return clock.now() - seen.mtimeMs > staleAfterMs;
+    const me = currentProcess();
+    if (
+      holder.host === me.host &&
+      holder.bootId === me.bootId &&
+      holder.pid === me.pid &&
+      holder.pidStart === me.pidStart
+    ) {
+      return !registered.has(holder.lockId);
+    }
+    const liveness = await livenessOf(holder);
+    if (liveness === "foreign") return clock.now() - holder.createdAt > staleAfterMs;
+    return liveness === "dead";
+  }
+
+  async read(name: string): Promise<Observed> {
+    const { fs } = this.options;
+    const file = path.join(this.dir, name);
+    const info = await fs.lstat(file);
+    if (!info) return { kind: "gone" };
+    let text: string;
+    try {
+      text = await fs.readFile(file);
+    } catch (error) {
+      if (errnoCode(error) === "ENOENT") return { kind: "gone" };
+      throw error;
+    }
+    const record = parseRecord(text);
+    // An unreadable record is named by its inode, so its break lock is still unique to it.
+    const lockId = record?.lockId ?? `ino${info.ino}`;
+    return { kind: "held", lockId, ino: info.ino, mtimeMs: info.mtimeMs, record };
+  }
+
+  async busyError(packName: string): Promise<QuarantineError> {
+    const seen = await this.read(packName).catch(() => null);
+    const holder =
+      seen?.kind === "held" && seen.record
+        ? `capture ${seen.record.captureId} (pid ${seen.record.pid} on ${seen.record.host})`
+        : "another capture";
+    return new QuarantineError(
+      "RECLAIM_ERR_QUARANTINE_PACK_BUSY",
+      `${packName} is being published by ${holder}`,
+    );
+  }
+
+  /** Unlinks `name` only if it still is lock `lockId`; then this process no longer holds it. */
+  private async release(name: string, lockId: string): Promise<void> {
+    try {
+      const seen = await this.read(name);
+      if (seen.kind === "held" && seen.lockId === lockId) {
+        await this.options.fs.unlink(path.join(this.dir, name)).catch(ignore("ENOENT"));
+      }
+    } finally {
+      registered.delete(lockId);
+    }
+  }
+
+  private async create(name: string, lockId: string): Promise<boolean> {
+    const { fs, clock, shared, captureId } = this.options;
+    const record: OwnerRecord = { lockId, captureId, ...currentProcess(), createdAt: clock.now() };
+    const file = path.join(this.dir, name);
+    // Registered first: from the instant the file exists, this process counts it as live.
+    registered.add(lockId);
+    let holding = false;
+    try {
+      for (let attempt = 0; !holding; attempt += 1) {
+        try {
+          await fs.createExclusive(file, JSON.stringify(record));
+          holding = true;
+        } catch (error) {
+          if (errnoCode(error) === "EEXIST") return false;
+          // The directory is created on first use and removed when empty, possibly just now.
+          if (errnoCode(error) !== "ENOENT" || attempt === 3) throw error;
+          await this.ensureDirectory();
+        }
+      }
+      try {
+        // Others must be able to read the record in a shared repository.
+        await adjustSharedPerm(fs, shared, file);
+        await fs.syncDir(this.dir);
+      } catch (error) {
+        await fs.unlink(file).catch(() => undefined); // ours: registered, so nobody broke it
+        holding = false;
+        throw error;
+      }
+      return true;
+    } finally {
+      if (!holding) registered.delete(lockId);
+    }
+  }
+
+  private async ensureDirectory(): Promise<void> {
+    const { fs, shared } = this.options;
+    for (const needed of [path.dirname(this.dir), this.dir]) {
+      try {
+        await fs.mkdir(needed);
+      } catch (error) {
+        if (errnoCode(error) === "EEXIST") continue;
+        throw error;
+      }
+      await adjustSharedPerm(fs, shared, needed);
+      await fs.syncDir(path.dirname(needed)); // the new directory's own entry, durable too
+    }
+  }
+}
+
+function parseRecord(text: string): OwnerRecord | null {
+  try {
+    const parsed = JSON.parse(text) as Partial<OwnerRecord>;
+    if (
+      typeof parsed.lockId !== "string" ||
+      typeof parsed.pid !== "number" ||
+      typeof parsed.host !== "string" ||
+      typeof parsed.createdAt !== "number"
+    ) {
+      return null;
+    }
+    return {
+      lockId: parsed.lockId,
+      captureId: String(parsed.captureId ?? ""),
+      host: parsed.host,
+      bootId: String(parsed.bootId ?? ""),
+      pid: parsed.pid,
+      pidStart: String(parsed.pidStart ?? ""),
+      createdAt: parsed.createdAt,
+    };
+  } catch {
+    return null;
+  }
+}
+
+/** `pack-<hash>` of a record name or a break lock name (`pack-<hash>.break-<lockId>`). */
+export function packOf(name: string): string {
+  const dot = name.indexOf(".");
+  return dot === -1 ? name : name.slice(0, dot);
 }
 
 function ignore(...codes: string[]): (error: unknown) => void {

@@ -30,12 +30,17 @@ export interface PublishFs {
   /** Follows links. */
   stat(target: string): Promise<{ mode: number; ino: number; isDirectory: boolean }>;
   /** Does not follow links; null when absent. */
-  lstat(target: string): Promise<{ ino: number } | null>;
+  lstat(target: string): Promise<{ ino: number; mtimeMs: number } | null>;
   readdir(target: string): Promise<string[]>;
   /** Removes an empty directory; rejects with ENOTEMPTY otherwise. */
   rmdir(target: string): Promise<void>;
-  /** Creates `target` with `content`, failing with EEXIST when it exists. */
-  createExclusive(target: string, content: string): Promise<void>;
+  /**
+   * Creates `target` (O_CREAT|O_EXCL: rejects with EEXIST when it exists, and needs no hard
+   * link), writes `content` and fsyncs it. If writing fails, the file is removed again.
+   */
+  createExclusive(target: string, content: string): Promise<{ ino: number }>;
+  /** fsyncs a directory, so the entries created in it survive a power loss. */
+  syncDir(target: string): Promise<void>;
   readFile(target: string): Promise<string>;
   removeTree(target: string): Promise<void>;
 }
@@ -54,7 +59,8 @@ export const realPublishFs: PublishFs = {
   },
   lstat: async (target) => {
     try {
-      return { ino: (await lstat(target)).ino };
+      const s = await lstat(target);
+      return { ino: s.ino, mtimeMs: s.mtimeMs };
     } catch (error) {
       if ((error as { code?: string }).code === "ENOENT") return null;
       throw error;
@@ -63,9 +69,23 @@ export const realPublishFs: PublishFs = {
   readdir: (target) => readdir(target),
   rmdir: (target) => rmdir(target),
   createExclusive: async (target, content) => {
-    const handle = await open(target, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o644);
+    const handle = await open(target, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o666);
     try {
       await handle.writeFile(content);
+      await handle.sync();
+      return { ino: (await handle.stat()).ino };
+    } catch (error) {
+      // Ours alone (O_EXCL), so removing it cannot hit anybody else's file.
+      await unlink(target).catch(() => undefined);
+      throw error;
+    } finally {
+      await handle.close();
+    }
+  },
+  syncDir: async (target) => {
+    const handle = await open(target, constants.O_RDONLY);
+    try {
+      await handle.sync();
     } finally {
       await handle.close();
     }

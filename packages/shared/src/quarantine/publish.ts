@@ -2,24 +2,37 @@
  * Publication: moving a quarantine's objects into the real object store, the way git's
  * tmp_objdir_migrate does, plus safe compensation when it fails half-way.
  *
- * Order is the safety argument, so it is code (PACK_ORDER), not convention: loose objects
- * first, then each pack as `.keep`, `.pack`, `.rev`, `.idx` (then `.bitmap`, `.promisor`,
- * `.mtimes`). git only uses a pack through its `.idx`, so until the index is linked, a
- * published `.pack` is invisible, and once it is linked everything it needs is there.
+ * Order is the safety argument, so it is code (PACK_ORDER), not convention: first the
+ * recovery of packs abandoned by dead captures (pack-recovery.ts), then loose objects, then
+ * each pack as `.keep`, `.pack`, `.rev`, `.idx` (then `.bitmap`, `.promisor`, `.mtimes`).
+ * git only uses a pack through its `.idx`, so until the index is linked, a published `.pack`
+ * is invisible, and once it is linked everything it needs is there.
  *
- * Every file is hard-linked, never copied and never replacing an existing file: an
- * existing object of the same name has the same content, and another capture may already
- * use it. Only where the filesystem refuses hard links (EPERM, EXDEV, ENOTSUP, ...) and the
- * target is absent is the file renamed instead. New directories and files get the
- * repository's core.sharedRepository permissions.
+ * Placing a file never replaces one: a hard link, which fails on an existing name. Where the
+ * filesystem refuses hard links (EPERM, EXDEV, ENOTSUP, ...), the file is renamed instead:
+ *  - files before the index (`.keep`, `.pack`, `.rev`) first reserve their name with an
+ *    exclusive create (an empty placeholder, invisible to git without the index), then are
+ *    renamed over their own placeholder, so nothing that appeared meanwhile is replaced;
+ *  - loose objects, `.idx` and later files are renamed after checking that the name is
+ *    free (a placeholder there would be visible to git as a corrupt object or index). The
+ *    check-then-rename window can only replace a file that appeared in those microseconds,
+ *    and that is harmless: names are content addresses (object id; pack checksum), so the
+ *    replaced file had the same content, rename swaps it atomically (readers see one or the
+ *    other, never neither), and no compensation depends on who created those files (loose
+ *    objects are never removed; nothing is removed once a pack's `.idx` is in the store).
+ * New directories and files get the repository's core.sharedRepository permissions; a file
+ * counts as this capture's the moment it exists, before its permissions are adjusted, so a
+ * failing chmod still leaves it to compensation.
  *
  * Failure: an error on a loose object stops publication; loose objects already published
  * stay (each is complete and harmless; gc prunes unreferenced ones). An error inside a pack
  * removes the files of that pack that this capture created, unless its index is in the
  * store (then the pack is complete and may be in use). Files that existed before this
- * capture linked them are never removed. All of this runs while holding the pack's
- * ownership record (pack-ownership.ts), so no other Reclaim capture can adopt a file that
- * compensation is about to remove.
+ * capture placed them are never removed. All of this runs while holding the pack's
+ * ownership record (pack-ownership.ts), so no other Reclaim capture, in this process or
+ * another, can adopt a file that compensation is about to remove; if the record was lost
+ * (another host broke it by age), the index is not published and nothing is removed. If
+ * compensation cannot remove a file, the record is left for recovery.
  *
  * Residual risk, documented rather than hidden: a plain `git` process (not a Reclaim
  * capture) writing a byte-identical pack in the same milliseconds does not take ownership;
@@ -28,9 +41,13 @@
  */
 import path from "node:path";
 import { errnoCode, QuarantineError } from "../errors";
-import { acquirePackOwnership, type OwnershipOptions } from "./pack-ownership";
+import { BEFORE_INDEX, PACK_FILE, PACK_ORDER } from "./pack-files";
+import { acquirePackOwnership, type OwnershipOptions, type PackOwnership } from "./pack-ownership";
+import { recoverAbandonedPacks, removeUnindexedPack } from "./pack-recovery";
 import type { PublishFs } from "./publish-fs";
 import { adjustSharedPerm, type SharedRepository } from "./shared-permissions";
+
+export { PACK_ORDER } from "./pack-files";
 
 export interface PublishOptions {
   fs: PublishFs;
@@ -43,14 +60,12 @@ export interface PublishedObjects {
   looseObjects: number;
   /** Names (`pack-<hash>`) of the packs this capture published or found complete. */
   packs: string[];
+  /** Packs abandoned by dead captures whose leftover files this publication removed first. */
+  recoveredPacks: string[];
 }
-
-/** Publication order of a pack's files (git's pack_copy_priority, extended to newer files). */
-export const PACK_ORDER = ["keep", "pack", "rev", "idx", "bitmap", "promisor", "mtimes"] as const;
 
 const LOOSE_DIR = /^[0-9a-f]{2}$/;
 const LOOSE_FILE = /^(?:[0-9a-f]{38}|[0-9a-f]{62})$/;
-const PACK_FILE = /^(pack-(?:[0-9a-f]{40}|[0-9a-f]{64}))\.(keep|pack|rev|idx|bitmap|promisor|mtimes)$/;
 // errno values for "this filesystem cannot hard-link here": rename is the fallback.
 const NO_LINKS = new Set(["EPERM", "EXDEV", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EMLINK"]);
 
@@ -60,6 +75,9 @@ export async function publishQuarantine(
   options: PublishOptions,
 ): Promise<PublishedObjects> {
   const { fs } = options;
+  const recoveredPacks = await step("recovering abandoned pack publications", () =>
+    recoverAbandonedPacks(objectsDir, options.ownership),
+  );
   let looseObjects = 0;
   for (const dir of (await fs.readdir(quarantine)).filter((n) => LOOSE_DIR.test(n)).sort()) {
     const target = path.join(objectsDir, dir);
@@ -67,10 +85,11 @@ export async function publishQuarantine(
     for (const name of (await fs.readdir(path.join(quarantine, dir)))
       .filter((n) => LOOSE_FILE.test(n))
       .sort()) {
-      const outcome = await step(`publishing loose object ${dir}${name}`, () =>
-        publishFile(options, path.join(quarantine, dir, name), path.join(target, name)),
+      await step(`publishing loose object ${dir}${name}`, () =>
+        placeFile(options, path.join(quarantine, dir, name), path.join(target, name), "check", () => {
+          looseObjects += 1;
+        }),
       );
-      if (outcome !== "existed") looseObjects += 1;
     }
   }
   const packs = new Map<string, Set<string>>();
@@ -94,7 +113,7 @@ export async function publishQuarantine(
     await publishPack(options, packDir, path.join(objectsDir, "pack"), pack, extensions);
     published.push(pack);
   }
-  return { looseObjects, packs: published };
+  return { looseObjects, packs: published, recoveredPacks };
 }
 
 async function publishPack(
@@ -104,54 +123,111 @@ async function publishPack(
   pack: string,
   extensions: Set<string>,
 ): Promise<void> {
-  const release = await acquirePackOwnership(path.dirname(to), pack, options.ownership);
+  const { fs } = options;
+  const ownership = await step(`taking ownership of ${pack}`, () =>
+    acquirePackOwnership(path.dirname(to), pack, options.ownership),
+  );
   const created: string[] = [];
+  // A capture that died holding this pack may have left some of its files in the store.
+  let leftovers = ownership.tookOverAbandoned;
   try {
+    if (leftovers) {
+      await step(`recovering ${pack}`, () => removeUnindexedPack(fs, to, pack));
+      leftovers = false;
+    }
     for (const extension of PACK_ORDER) {
       if (!extensions.has(extension)) continue;
       const target = path.join(to, `${pack}.${extension}`);
-      const outcome = await step(`publishing ${pack}.${extension}`, () =>
-        publishFile(options, path.join(from, `${pack}.${extension}`), target),
+      // The index makes the pack visible: never publish it for a pack this capture no longer
+      // owns (another host broke the record by age and may be removing what is there).
+      if (extension === "idx" && !(await step(`checking ownership of ${pack}`, () => ownership.held()))) {
+        throw new QuarantineError(
+          "RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED",
+          `${pack}: its ownership record was taken over before the index was published`,
+        );
+      }
+      await step(`publishing ${pack}.${extension}`, () =>
+        placeFile(
+          options,
+          path.join(from, `${pack}.${extension}`),
+          target,
+          BEFORE_INDEX.has(extension) ? "reserve" : "check",
+          () => created.push(target),
+        ),
       );
-      if (outcome !== "existed") created.push(target);
     }
   } catch (error) {
-    await compensate(options.fs, path.join(to, `${pack}.idx`), created);
+    const clean = !leftovers && (await compensate(fs, ownership, path.join(to, `${pack}.idx`), created));
+    if (clean)
+      await ownership.release().catch(() => undefined); // the publication error is what matters
+    else ownership.abandon();
     throw error;
-  } finally {
-    await release();
+  }
+  await step(`releasing ownership of ${pack}`, () => ownership.release());
+}
+
+/**
+ * Removes what this capture created of a pack whose index is not in the store, if it still
+ * holds the pack. Resolves false when a file may be left that recovery should remove.
+ */
+async function compensate(
+  fs: PublishFs,
+  ownership: PackOwnership,
+  index: string,
+  created: string[],
+): Promise<boolean> {
+  if (created.length === 0 || created.includes(index)) return true;
+  try {
+    if ((await fs.lstat(index)) !== null) return true; // complete after all: may be in use
+    if (!(await ownership.held())) return true; // someone else holds the pack now: not ours to remove
+    for (const file of [...created].reverse()) {
+      await fs.unlink(file).catch((error: unknown) => {
+        if (errnoCode(error) !== "ENOENT") throw error;
+      });
+    }
+    return true;
+  } catch {
+    // The publication error is what the caller needs; what is left is recovery's.
+    return false;
   }
 }
 
-/** Removes what this capture created of a pack whose index is not in the store. */
-async function compensate(fs: PublishFs, index: string, created: string[]): Promise<void> {
-  if (created.includes(index) || (await fs.lstat(index).catch(() => null)) !== null) return;
-  for (const file of created.reverse()) {
-    // Best effort: the publication error is what the caller needs; a file we cannot remove
-    // is an invisible `.pack` without index, as after a crash.
-    await fs.unlink(file).catch(() => undefined);
-  }
-}
-
-async function publishFile(
+/**
+ * Puts `from` at `to` without replacing anything there (see the header for the fallback
+ * where hard links are refused). `onCreated` runs as soon as a file of this capture exists
+ * at `to`, before its permissions are adjusted.
+ */
+async function placeFile(
   options: PublishOptions,
   from: string,
   to: string,
-): Promise<"linked" | "renamed" | "existed"> {
+  fallback: "reserve" | "check",
+  onCreated: () => void,
+): Promise<void> {
   const { fs } = options;
   try {
     await fs.link(from, to);
+    onCreated();
   } catch (error) {
     const code = errnoCode(error);
-    if (code === "EEXIST") return "existed";
+    if (code === "EEXIST") return;
     if (!code || !NO_LINKS.has(code)) throw error;
-    if ((await fs.lstat(to)) !== null) return "existed";
-    await fs.rename(from, to);
-    await adjustSharedPerm(fs, options.shared, to);
-    return "renamed";
+    if (fallback === "reserve") {
+      try {
+        await fs.createExclusive(to, "");
+      } catch (reserveError) {
+        if (errnoCode(reserveError) === "EEXIST") return;
+        throw reserveError;
+      }
+      onCreated(); // the placeholder is ours from here on, even if the rename fails
+      await fs.rename(from, to);
+    } else {
+      if ((await fs.lstat(to)) !== null) return;
+      await fs.rename(from, to);
+      onCreated();
+    }
   }
   await adjustSharedPerm(fs, options.shared, to);
-  return "linked";
 }
 
 async function ensureDir(options: PublishOptions, target: string): Promise<void> {
@@ -172,9 +248,7 @@ async function step<T>(what: string, fn: () => Promise<T>): Promise<T> {
     throw new QuarantineError(
       "RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED",
       `${what}: ${errnoCode(error) ?? String(error)}`,
-      {
-        cause: error,
-      },
+      { cause: error },
     );
   }
 }

@@ -32,7 +32,11 @@
  *  - Publication fails (ENOSPC, EIO): RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED; the files of any
  *    pack whose index was not published are removed again, never a file that existed before
  *    or a pack another capture may use (ownership records, pack-ownership.ts); refs are not
- *    updated.
+ *    updated. A capture killed outright mid-publication (SIGKILL, power loss) leaves its
+ *    ownership record; the next publication in the repository removes the pack files it
+ *    left without an index (pack-recovery.ts).
+ *  - Another live capture keeps the same pack past `packBusyTimeoutMs`:
+ *    RECLAIM_ERR_QUARANTINE_PACK_BUSY, retryable; nothing was published of that pack.
  *  - A ref whose old value changed: RECLAIM_ERR_QUARANTINE_REF_UPDATE_FAILED; the published
  *    objects stay, unreferenced, for gc.
  *  - Misuse (a bad purpose, not a repository) fails before anything is created.
@@ -89,11 +93,17 @@ export interface QuarantineOptions {
   /** Environment the child processes start from. Default `process.env`. */
   env?: NodeJS.ProcessEnv;
   /**
-   * Milliseconds to wait for another live capture that is publishing the same pack (it
-   * holds it for a few link(2) calls) before RECLAIM_ERR_QUARANTINE_PACK_BUSY. Default 30000.
+   * Milliseconds to wait, in all, for other live captures (of this process or another) that
+   * are publishing the same pack (each holds it for a few link(2) calls) before retryable
+   * RECLAIM_ERR_QUARANTINE_PACK_BUSY. Default 30000.
    */
   packBusyTimeoutMs?: number;
-  /** Age in ms after which a pack ownership record counts as abandoned. Default 600000 (10 min). */
+  /**
+   * Age in ms after which a pack ownership record counts as abandoned when its holder cannot
+   * be checked: a record of another host (a network store), or an unreadable one (a crash
+   * between its creation and its write). Records of this host are judged by whether their
+   * process still runs, never by age. Default 600000 (10 min).
+   */
   packOwnerStaleAfterMs?: number;
   /** Time source and timer for the timeout and pack waits. Default: the system's. */
   clock?: Clock;

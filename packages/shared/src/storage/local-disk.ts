@@ -1,16 +1,17 @@
 import { randomUUID } from "node:crypto";
-import { constants, createWriteStream } from "node:fs";
-import { lstat, mkdir, open, realpath, rename, unlink } from "node:fs/promises";
+import { constants } from "node:fs";
+import { lstat, open, realpath, rename, unlink } from "node:fs/promises";
 import path from "node:path";
 import type { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
+import { fsyncPath, mkdirDurable } from "../durable-dirs";
 import { errnoCode, ReclaimError, StorageError } from "../errors";
 import { PIPELINE_HIGH_WATER_MARK } from "../stream-buffering";
 import { rangePastEnd, validateRange } from "./byte-range";
-import { measure, MeteredStream, validateByteLength } from "./metered-stream";
+import { validateByteLength } from "./metered-stream";
 import type { GetOptions, ObjectHead, StorageProvider, StoredObject } from "./provider";
 import type { StorageKey } from "./storage-key";
 import { mapStreamErrors } from "./stream-errors";
+import { writeVerified } from "./verified-write";
 
 export interface LocalDiskOptions {
   /**
@@ -19,18 +20,29 @@ export interface LocalDiskOptions {
    * (`PAPERCLIP_STORAGE_LOCAL_DIR`).
    */
   baseDir: string;
+  /**
+   * Test hooks, never set in production: `onFsync` sees every file and directory fsynced;
+   * `beforeReadBack` runs after a region of the temporary file is durable and before it is
+   * read back (a test changes stored bytes there).
+   */
+  testHooks?: {
+    onFsync?: (target: string) => void;
+    beforeReadBack?: (tempFile: string, offset: number, length: number) => Promise<void> | void;
+  };
 }
 
 /**
  * `local_disk`: one file per object. Writes go to a temporary file beside the target
- * (`.reclaim-tmp-<uuid>`, a name no StorageKey can have), are fsynced, read back and checked,
- * then renamed over the target and the directory fsynced, so a crash leaves either the old
- * object or the new one, never a torn file under the key. A crash can leave a temporary file
- * behind; nothing reads it. Files are 0600, directories 0700: restore points are
- * company data, and the sealed bytes are still nobody else's business.
+ * (`.reclaim-tmp-<uuid>`, a name no StorageKey can have), are fsynced, read back and compared
+ * with what was sent (verified-write.ts), then renamed over the target and the directory
+ * fsynced, so a crash leaves either the old object or the new one, never a torn file under
+ * the key. Directories created on the way are fsynced into their parents too. A crash can
+ * leave a temporary file behind; nothing reads it. Files are 0600, directories 0700: restore
+ * points are company data, and the sealed bytes are still nobody else's business.
  */
 export function createLocalDiskProvider(options: LocalDiskOptions): StorageProvider {
   const baseDir = path.resolve(options.baseDir);
+  const hooks = options.testHooks ?? {};
 
   async function locate(key: StorageKey, create: boolean): Promise<string> {
     const target = path.join(baseDir, ...key.path.split("/"));
@@ -40,7 +52,7 @@ export function createLocalDiskProvider(options: LocalDiskOptions): StorageProvi
       throw new StorageError("RECLAIM_ERR_STORAGE_KEY_INVALID", `${key.path} resolves outside ${baseDir}`);
     }
     const dir = path.dirname(target);
-    if (create) await mkdir(dir, { recursive: true, mode: 0o700 });
+    if (create) await mkdirDurable(dir, 0o700, hooks.onFsync);
     // A symbolic link planted inside the tree must not redirect writes or reads elsewhere.
     const realDir = await realpath(dir).catch((error: unknown) => {
       if (errnoCode(error) === "ENOENT") return dir;
@@ -65,20 +77,18 @@ export function createLocalDiskProvider(options: LocalDiskOptions): StorageProvi
         const target = await locate(key, true);
         const temp = path.join(path.dirname(target), `.reclaim-tmp-${randomUUID()}`);
         try {
-          const meter = new MeteredStream(byteLength);
-          await pipeline(
-            body,
-            meter,
-            createWriteStream(temp, { flags: "wx", mode: 0o600, highWaterMark: PIPELINE_HIGH_WATER_MARK }),
-          );
-          await fsyncPath(temp, "r+");
-          const sent = meter.digest();
-          const stored = await measure(await openForRead(temp));
-          if (stored.sha256 !== sent.sha256 || stored.byteSize !== sent.byteSize) {
-            throw new StorageError("RECLAIM_ERR_STORAGE_VERIFY_FAILED", `${key.path} read back differently`);
+          const handle = await open(temp, constants.O_CREAT | constants.O_EXCL | constants.O_RDWR, 0o600);
+          let stored: { sha256: string; byteSize: number };
+          try {
+            stored = await writeVerified(body, handle, byteLength, {
+              onFsync: () => hooks.onFsync?.(temp),
+              beforeReadBack: (offset, length) => hooks.beforeReadBack?.(temp, offset, length),
+            });
+          } finally {
+            await handle.close();
           }
           await rename(temp, target);
-          await fsyncPath(path.dirname(target), "r");
+          await fsyncPath(path.dirname(target), "r", hooks.onFsync);
           return { key, ...stored };
         } catch (error) {
           await unlink(temp).catch(() => undefined);
@@ -133,7 +143,7 @@ export function createLocalDiskProvider(options: LocalDiskOptions): StorageProvi
         await unlink(file).catch((error: unknown) => {
           if (errnoCode(error) !== "ENOENT") throw error;
         });
-        await fsyncPath(path.dirname(file), "r").catch((error: unknown) => {
+        await fsyncPath(path.dirname(file), "r", hooks.onFsync).catch((error: unknown) => {
           if (errnoCode(error) !== "ENOENT") throw error;
         });
         const still = await lstat(file).then(
@@ -147,20 +157,6 @@ export function createLocalDiskProvider(options: LocalDiskOptions): StorageProvi
       });
     },
   };
-}
-
-async function openForRead(file: string): Promise<Readable> {
-  const handle = await open(file, "r");
-  return handle.createReadStream({ highWaterMark: PIPELINE_HIGH_WATER_MARK });
-}
-
-async function fsyncPath(target: string, flags: "r" | "r+"): Promise<void> {
-  const handle = await open(target, flags);
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }
 
 async function withIoErrors<T>(what: string, fn: () => Promise<T>): Promise<T> {

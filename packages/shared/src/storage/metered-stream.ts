@@ -60,7 +60,7 @@ export function validateByteLength(byteLength: number): void {
   }
 }
 
-function lengthMismatch(expected: number, got: string): StorageError {
+export function lengthMismatch(expected: number, got: string): StorageError {
   return new StorageError(
     "RECLAIM_ERR_STORAGE_LENGTH_MISMATCH",
     `declared ${expected} bytes, stream had ${got}`,

@@ -46,6 +46,28 @@ describe("loadInstanceKey", () => {
     expect(again.key.equals(first.key)).toBe(true);
   });
 
+  it("makes a new key file durable: the file, every directory it created, and its directory after the link", async () => {
+    const synced: string[] = [];
+    const file = path.join(root, "deep", "er", "master.key");
+    await loadInstanceKey({
+      env: { PAPERCLIP_SECRETS_MASTER_KEY_FILE: file },
+      testHooks: { onFsync: (target) => synced.push(target) },
+    });
+    expect(synced).toEqual([
+      root, // holds the new "deep"
+      path.join(root, "deep"), // holds the new "er"
+      expect.stringMatching(/\/deep\/er\/\.master\.key\.[0-9a-f-]+\.tmp$/), // the key, before the link
+      path.join(root, "deep", "er"), // holds the link to it
+    ]);
+    // An existing key file is only read: nothing to make durable.
+    synced.length = 0;
+    await loadInstanceKey({
+      env: { PAPERCLIP_SECRETS_MASTER_KEY_FILE: file },
+      testHooks: { onFsync: (target) => synced.push(target) },
+    });
+    expect(synced).toEqual([]);
+  });
+
   it("gives processes that create the key at the same time one and the same key", async () => {
     const keys = await Promise.all(
       Array.from({ length: 8 }, () => loadInstanceKey({ env: {}, instanceRoot: root })),

@@ -66,6 +66,18 @@ export async function makeRepo(parent?: string): Promise<Repo> {
   return repo;
 }
 
+/**
+ * A work tree with an untracked large file (streamed into a pack by `git add`) and two small
+ * ones (loose objects). The same seed gives the same pack.
+ */
+export async function repoWithLargeFile(seed = 1): Promise<Repo> {
+  const repo = await makeRepo();
+  await writeFile(path.join(repo.dir, "a-large.bin"), bigContent(seed));
+  await writeFile(path.join(repo.dir, "small-1.txt"), "one\n");
+  await writeFile(path.join(repo.dir, "small-2.txt"), "two\n");
+  return repo;
+}
+
 /** Deterministic incompressible content: the same seed gives the same bytes (and the same pack). */
 export function bigContent(seed: number, bytes = 4 * 1024 * 1024): Buffer {
   const out = Buffer.alloc(bytes);

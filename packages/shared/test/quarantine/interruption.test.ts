@@ -5,7 +5,7 @@
 import { spawn } from "node:child_process";
 import { readdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { QuarantineError, withObjectQuarantine, type Timer } from "../../src";
+import { QuarantineError, realPublishFs, withObjectQuarantine, type PublishFs, type Timer } from "../../src";
 import { capture } from "./capture";
 import {
   bigContent,
@@ -18,6 +18,7 @@ import {
   makeRepo,
   type Repo,
 } from "./git-fixture";
+import { startPublisher } from "./publisher";
 import { rejectionOf } from "../rejection";
 
 afterEach(cleanup);
@@ -119,14 +120,7 @@ describe("a capture interrupted while git add streams a large file", () => {
     const state = await busyRepository();
     const { started } = state.startCapture();
     // The capture's own timeout path, on a timer the test fires once git is blocked.
-    let fire!: () => void;
-    const timer: Timer = {
-      setTimeout: (callback) => {
-        fire = callback;
-        return 1;
-      },
-      clearTimeout: () => undefined,
-    };
+    const { timer, fire } = manualTimer();
     const running = capture(state.repo, { timeoutMs: 30_000, timer });
     await started;
     fire();
@@ -162,5 +156,88 @@ describe("a capture interrupted while git add streams a large file", () => {
     await state.other;
     await fsckStrict(state.repo);
     await expectLaterCaptureStoresTheFile(state.repo);
+  });
+});
+
+/** A timer whose one timeout the test fires by hand. */
+function manualTimer(): { timer: Timer; fire: () => void } {
+  let callback: (() => void) | undefined;
+  return {
+    timer: {
+      setTimeout: (fn) => {
+        callback = fn;
+        return 1;
+      },
+      clearTimeout: () => undefined,
+    },
+    fire: () => callback!(),
+  };
+}
+
+/** `ref` is at `commit`, whose large file (of `seed`) is readable; no quarantine or record is left. */
+async function expectPublishedCompletely(
+  repo: Repo,
+  ref: string,
+  commit: string,
+  seed: number,
+  realFiles: Buffer[],
+): Promise<void> {
+  expect((await repo.git(["rev-parse", ref])).trim()).toBe(commit);
+  expect((await repo.git(["cat-file", "-s", `${commit}:a-large.bin`])).trim()).toBe(
+    String(bigContent(seed).length),
+  );
+  expect((await readdir(repo.objects)).filter((n) => n.startsWith("tmp_objdir-"))).toEqual([]);
+  expect(await readdir(path.join(repo.objects, "info"))).not.toContain("reclaim-pack-owners");
+  expect(await indexAndHead(repo)).toEqual(realFiles);
+  await fsckStrict(repo);
+}
+
+describe("an interruption that arrives during publication", () => {
+  it("neither an abort nor a timeout stops publication: it completes, then the quarantine is removed", async () => {
+    const repo = await makeRepo();
+    await writeFile(path.join(repo.dir, "a-large.bin"), bigContent(41));
+    await writeFile(path.join(repo.dir, "small.txt"), "small\n");
+    const realFiles = await indexAndHead(repo);
+    const controller = new AbortController();
+    const { timer, fire: fireTimeout } = manualTimer();
+    let interrupted = false;
+    const fs: PublishFs = {
+      ...realPublishFs,
+      link: async (from, to) => {
+        if (!interrupted && to.endsWith(".pack")) {
+          interrupted = true; // between the loose objects and the pack
+          controller.abort();
+          fireTimeout();
+        }
+        return realPublishFs.link(from, to);
+      },
+    };
+    const { value, published } = await capture(repo, {
+      ref: "refs/reclaim/interrupted",
+      signal: controller.signal,
+      timeoutMs: 30_000,
+      timer,
+      testHooks: { fs },
+    });
+    expect(interrupted).toBe(true);
+    expect(published.packs).toHaveLength(1);
+    await expectPublishedCompletely(repo, "refs/reclaim/interrupted", value.commit, 41, realFiles);
+  });
+
+  it("SIGTERM does not stop publication: it completes, the quarantine is removed, the process exits by SIGTERM", async () => {
+    const repo = await makeRepo();
+    await writeFile(path.join(repo.dir, "a-large.bin"), bigContent(42));
+    const realFiles = await indexAndHead(repo);
+    const publisher = startPublisher(repo, {
+      ref: "refs/reclaim/sigterm",
+      at: "pack",
+      action: "await-sigterm",
+    });
+    const commit = (await publisher.line("commit ")).slice("commit ".length);
+    await publisher.line("at ");
+    publisher.kill("SIGTERM");
+    expect(await publisher.exited).toBe("SIGTERM");
+    expect(publisher.stderr()).toBe("");
+    await expectPublishedCompletely(repo, "refs/reclaim/sigterm", commit, 42, realFiles);
   });
 });

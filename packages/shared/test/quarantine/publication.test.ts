@@ -1,13 +1,13 @@
 /**
  * Publication into the real object store: order, failure compensation (injected ENOSPC),
- * the two-capture ownership race, concurrency, permissions, the rename fallback.
+ * the two-capture ownership race in one process, permissions, the rename fallback.
  * Real git and filesystem throughout; faults are injected through the publication fs hook.
+ * (Ownership records, recovery and the race across processes: ownership.test.ts.)
  */
-import { execFile } from "node:child_process";
-import { mkdir, readdir, stat, unlink, writeFile } from "node:fs/promises";
-import os from "node:os";
+import { chmodSync, readdirSync } from "node:fs";
+import { copyFile, readdir, stat, unlink, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { realPublishFs, type PublishFs, type Timer, type Clock } from "../../src";
+import { realPublishFs, type PublishFs } from "../../src";
 import { capture } from "./capture";
 import {
   bigContent,
@@ -17,8 +17,10 @@ import {
   indexAndHead,
   makeRepo,
   packsIn,
+  repoWithLargeFile,
   type Repo,
 } from "./git-fixture";
+import { ownersDir } from "./owners";
 import { rejectionOf } from "../rejection";
 
 afterEach(cleanup);
@@ -34,74 +36,114 @@ function faultyFs(fault: (from: string, to: string) => Promise<void> | void): Pu
   };
 }
 
-async function repoWithLargeFile(seed = 1): Promise<Repo> {
-  const repo = await makeRepo();
-  await writeFile(path.join(repo.dir, "a-large.bin"), bigContent(seed));
-  await writeFile(path.join(repo.dir, "small-1.txt"), "one\n");
-  await writeFile(path.join(repo.dir, "small-2.txt"), "two\n");
-  return repo;
-}
-
 const packFiles = (names: string[]): string[] =>
   names.filter((n) => /^pack-.*\.(pack|idx|rev|keep)$/.test(n));
 
+const isStorePackFile = (repo: Repo, file: string): boolean =>
+  path.dirname(file) === path.join(repo.objects, "pack");
+
+/** Nothing of the capture is left: no quarantine, no ownership record, no ref. */
+async function expectNoTrace(repo: Repo, ref: string): Promise<void> {
+  expect((await readdir(repo.objects)).filter((n) => n.startsWith("tmp_objdir-"))).toEqual([]);
+  expect(await readdir(path.join(repo.objects, "info"))).not.toContain("reclaim-pack-owners");
+  await expect(repo.git(["rev-parse", "--verify", "-q", ref])).rejects.toThrow();
+}
+
+async function expectBlob(repo: Repo, commit: string, file: string, content: Buffer): Promise<void> {
+  expect((await repo.git(["cat-file", "-s", `${commit}:${file}`])).trim()).toBe(String(content.length));
+}
+
 describe("publication order", () => {
-  it("publishes loose objects first, then each pack's .pack before its .idx", async () => {
+  it("publishes loose objects first, then each pack's .keep, .pack, .rev before its .idx", async () => {
     const repo = await repoWithLargeFile();
     const order: string[] = [];
     const fs = faultyFs((_from, to) => {
-      const stored = path.relative(repo.objects, to);
-      if (!stored.startsWith("info/")) order.push(stored); // info/: the pack's ownership record
+      order.push(path.relative(repo.objects, to));
     });
-    const { published } = await capture(repo, { testHooks: { fs } });
-    const firstPackFile = order.findIndex((p) => p.startsWith("pack/"));
-    expect(order.slice(0, firstPackFile).every((p) => /^[0-9a-f]{2}\/[0-9a-f]{38}$/.test(p))).toBe(true);
+    const { value, published } = await capture(repo, { packing: "keep-rev", testHooks: { fs } });
+    expect(published.packs).toHaveLength(1);
     const pack = published.packs[0]!;
-    expect(order.slice(firstPackFile)).toEqual([`pack/${pack}.pack`, `pack/${pack}.idx`]);
+    const firstPackFile = order.findIndex((p) => p.startsWith("pack/"));
+    expect(firstPackFile).toBeGreaterThan(0);
+    expect(order.slice(0, firstPackFile).every((p) => /^[0-9a-f]{2}\/[0-9a-f]{38}$/.test(p))).toBe(true);
+    expect(order.slice(firstPackFile)).toEqual(
+      ["keep", "pack", "rev", "idx"].map((e) => `pack/${pack}.${e}`),
+    );
     expect(published.looseObjects).toBeGreaterThan(0);
+    await expectBlob(repo, value.commit, "a-large.bin", bigContent(1));
     await fsckStrict(repo);
   });
 });
 
 describe("failed publication", () => {
-  it("leaves no .pack behind when the pack's index cannot be published (ENOSPC), and moves no ref", async () => {
-    const repo = await repoWithLargeFile();
-    const packsBefore = await packsIn(repo.objects);
-    const fs = faultyFs((_from, to) => {
-      if (to.endsWith(".idx")) throw errnoError("ENOSPC", "link", to);
-    });
-    const error = await rejectionOf(capture(repo, { ref: "refs/reclaim/failed", testHooks: { fs } }));
-    expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED");
-    expect(error.message).toContain("ENOSPC");
-    expect(packFiles(await packsIn(repo.objects))).toEqual(packFiles(packsBefore));
-    await expect(repo.git(["rev-parse", "--verify", "-q", "refs/reclaim/failed"])).rejects.toThrow();
-    expect((await readdir(repo.objects)).filter((n) => n.startsWith("tmp_objdir-"))).toEqual([]);
-    await fsckStrict(repo);
-  });
+  it.each(["bulk", "keep-rev"] as const)(
+    "leaves none of a pack's files behind when its index cannot be published (ENOSPC), and moves no ref (%s pack)",
+    async (packing) => {
+      const repo = await repoWithLargeFile();
+      const packsBefore = await packsIn(repo.objects);
+      const realFiles = await indexAndHead(repo);
+      const fs = faultyFs((_from, to) => {
+        if (to.endsWith(".idx")) throw errnoError("ENOSPC", "link", to);
+      });
+      const error = await rejectionOf(
+        capture(repo, { packing, ref: "refs/reclaim/failed", testHooks: { fs } }),
+      );
+      expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED");
+      expect(error.message).toContain("ENOSPC");
+      expect(packFiles(await packsIn(repo.objects))).toEqual(packFiles(packsBefore));
+      await expectNoTrace(repo, "refs/reclaim/failed");
+      expect(await indexAndHead(repo)).toEqual(realFiles);
+      await fsckStrict(repo);
+    },
+  );
 
-  it("keeps a complete pack readable when a later loose object fails (ENOSPC)", async () => {
-    const repo = await repoWithLargeFile();
-    const first = await capture(repo, { ref: "refs/reclaim/first" });
-    const [pack] = first.published.packs;
-    const inodes = await Promise.all(
-      ["pack", "idx"].map((e) => stat(path.join(repo.objects, "pack", `${pack}.${e}`))),
-    );
-    // Same large file (so the same pack), new small files (new loose objects): the second
-    // loose object fails.
-    await writeFile(path.join(repo.dir, "small-3.txt"), "three\n");
-    await writeFile(path.join(repo.dir, "small-4.txt"), "four\n");
-    let loose = 0;
+  it("keeps a complete pack readable when a later pack's index fails (ENOSPC)", async () => {
+    const repo = await makeRepo();
+    const contents = { "a-large.bin": bigContent(11), "b-large.bin": bigContent(12) };
+    for (const [file, content] of Object.entries(contents))
+      await writeFile(path.join(repo.dir, file), content);
+    await writeFile(path.join(repo.dir, "small.txt"), "small\n");
+    const realFiles = await indexAndHead(repo);
+    // One `git add` per large file: two packs, published one after the other (loose objects
+    // come first, so the last step of a publication is always a pack's). The first pack is
+    // published completely; the second fails on its index.
+    let indexes = 0;
     const fs = faultyFs((_from, to) => {
-      if (/\/[0-9a-f]{2}\/[0-9a-f]{38}$/.test(to) && ++loose === 2) throw errnoError("ENOSPC", "link", to);
+      if (to.endsWith(".idx") && ++indexes === 2) throw errnoError("ENOSPC", "link", to);
     });
-    const error = await rejectionOf(capture(repo, { testHooks: { fs } }));
-    expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED");
-    for (const [i, ext] of ["pack", "idx"].entries()) {
-      expect((await stat(path.join(repo.objects, "pack", `${pack}.${ext}`))).ino).toBe(inodes[i]!.ino);
-    }
-    expect((await repo.git(["cat-file", "-s", `${first.value.commit}:a-large.bin`])).trim()).toBe(
-      String(bigContent(1).length),
+    const error = await rejectionOf(
+      capture(repo, {
+        packing: "separate-adds",
+        paths: Object.keys(contents),
+        ref: "refs/reclaim/two-packs",
+        testHooks: { fs },
+      }),
     );
+    expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED");
+    expect(indexes).toBe(2);
+    const files = packFiles(await packsIn(repo.objects));
+    const complete = files.filter((f) => f.endsWith(".idx")).map((f) => f.slice(0, -4));
+    expect(complete).toHaveLength(1);
+    // The incomplete pack's files are gone; the complete one has both of its files.
+    expect(files).toEqual([`${complete[0]}.idx`, `${complete[0]}.pack`]);
+    const listing = await repo.git([
+      "verify-pack",
+      "-v",
+      path.join(repo.objects, "pack", `${complete[0]}.idx`),
+    ]);
+    const stored = await Promise.all(
+      Object.keys(contents).map(async (file) => (await repo.git(["hash-object", file])).trim()),
+    );
+    const inPack = stored.filter((oid) => listing.includes(`${oid} blob`));
+    expect(inPack).toHaveLength(1);
+    const file = Object.keys(contents)[stored.indexOf(inPack[0]!)]!;
+    expect((await repo.git(["cat-file", "-s", inPack[0]!])).trim()).toBe(
+      String(contents[file as keyof typeof contents].length),
+    );
+    const missing = stored.find((oid) => oid !== inPack[0])!;
+    await expect(repo.git(["cat-file", "-e", missing])).rejects.toThrow();
+    await expectNoTrace(repo, "refs/reclaim/two-packs");
+    expect(await indexAndHead(repo)).toEqual(realFiles);
     await fsckStrict(repo);
   });
 
@@ -112,6 +154,7 @@ describe("failed publication", () => {
     // A crashed publisher's leftover: the same .pack, without its index.
     await unlink(path.join(repo.objects, "pack", `${pack}.idx`));
     const leftover = await stat(path.join(repo.objects, "pack", `${pack}.pack`));
+    const realFiles = await indexAndHead(repo);
     const fs = faultyFs((_from, to) => {
       if (to.endsWith(".idx")) throw errnoError("EIO", "link", to);
     });
@@ -119,13 +162,45 @@ describe("failed publication", () => {
       "RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED",
     );
     expect((await stat(path.join(repo.objects, "pack", `${pack}.pack`))).ino).toBe(leftover.ino);
+    expect(await indexAndHead(repo)).toEqual(realFiles);
+    await fsckStrict(repo);
+  });
+
+  it("removes a pack file whose permissions could not be set after it was linked (chmod fails)", async () => {
+    const repo = await repoWithLargeFile();
+    await repo.git(["config", "core.sharedRepository", "group"]);
+    const realFiles = await indexAndHead(repo);
+    const fs: PublishFs = {
+      ...realPublishFs,
+      chmod: async (target, mode) => {
+        if (target.endsWith(".pack")) throw errnoError("EIO", "chmod", target);
+        return realPublishFs.chmod(target, mode);
+      },
+    };
+    const error = await rejectionOf(
+      capture(repo, {
+        ref: "refs/reclaim/chmod",
+        testHooks: { fs },
+        // Without group bits, the published .pack needs a chmod, which then fails.
+        onCommit: (_commit, ctx) => {
+          const packDir = path.join(ctx.path, "pack");
+          for (const name of readdirSync(packDir)) chmodSync(path.join(packDir, name), 0o400);
+        },
+      }),
+    );
+    expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED");
+    expect(error.message).toMatch(/\.pack: EIO/);
+    expect(packFiles(await packsIn(repo.objects))).toEqual([]);
+    await expectNoTrace(repo, "refs/reclaim/chmod");
+    expect(await indexAndHead(repo)).toEqual(realFiles);
     await fsckStrict(repo);
   });
 });
 
-describe("two captures publishing the same pack", () => {
+describe("two captures of one process publishing the same pack", () => {
   it("keep the surviving capture's pack readable when the other fails mid-publication", async () => {
     const repo = await repoWithLargeFile();
+    const realFiles = await indexAndHead(repo);
     let bIsWaiting!: () => void;
     const bWaits = new Promise<void>((resolve) => (bIsWaiting = resolve));
     let b: ReturnType<typeof capture> | undefined;
@@ -133,11 +208,7 @@ describe("two captures publishing the same pack", () => {
     // pack, finds A owning it and waits. Then A's .idx fails and A compensates.
     const aFs = faultyFs(async (_from, to) => {
       if (!to.endsWith(".idx")) return;
-      expect(
-        (await readdir(path.dirname(to))).some(
-          (n) => n.endsWith(".pack") && to.startsWith(path.join(path.dirname(to), n.slice(0, -5))),
-        ),
-      ).toBe(true);
+      expect((await readdir(path.dirname(to))).includes(path.basename(to, ".idx") + ".pack")).toBe(true);
       b = capture(repo, { ref: "refs/reclaim/b", testHooks: { onPackBusy: () => bIsWaiting() } });
       await bWaits;
       throw errnoError("ENOSPC", "link", to);
@@ -146,22 +217,18 @@ describe("two captures publishing the same pack", () => {
     expect(a.code).toBe("RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED");
     const survivor = await b!;
     const [pack] = survivor.published.packs;
-    const files = await packsIn(repo.objects);
-    expect(files).toEqual(expect.arrayContaining([`${pack}.pack`, `${pack}.idx`]));
+    expect(await packsIn(repo.objects)).toEqual(expect.arrayContaining([`${pack}.pack`, `${pack}.idx`]));
     const commit = (await repo.git(["rev-parse", "refs/reclaim/b"])).trim();
     expect(commit).toBe(survivor.value.commit);
-    expect((await repo.git(["cat-file", "-s", `${commit}:a-large.bin`])).trim()).toBe(
-      String(bigContent(1).length),
-    );
-    await expect(repo.git(["rev-parse", "--verify", "-q", "refs/reclaim/a"])).rejects.toThrow();
+    await expectBlob(repo, commit, "a-large.bin", bigContent(1));
+    await expectNoTrace(repo, "refs/reclaim/a");
+    expect(await indexAndHead(repo)).toEqual(realFiles);
     await fsckStrict(repo);
-    // No ownership record is left behind either.
-    expect(await readdir(path.join(repo.objects, "info"))).not.toContain("reclaim-pack-owners");
   });
 
   it("both succeed when neither fails, concurrently", async () => {
     const repo = await repoWithLargeFile();
-    const realIndex = await indexAndHead(repo);
+    const realFiles = await indexAndHead(repo);
     // Neither publishes before both have finished `git add`: otherwise the later one finds
     // the large blob already in the store and writes no pack of its own.
     let arrived = 0;
@@ -186,59 +253,12 @@ describe("two captures publishing the same pack", () => {
     expect(packFiles(await packsIn(repo.objects))).toEqual(
       expect.arrayContaining([`${one.published.packs[0]}.pack`, `${one.published.packs[0]}.idx`]),
     );
-    expect(await indexAndHead(repo)).toEqual(realIndex);
+    expect(await indexAndHead(repo)).toEqual(realFiles);
     await fsckStrict(repo);
   });
 });
 
-describe("pack ownership records", () => {
-  it("breaks a record left by a dead process", async () => {
-    const pack = (await capture(await repoWithLargeFile(7))).published.packs[0]!;
-    const repo = await repoWithLargeFile(7);
-    const deadPid = await pidOfExitedProcess();
-    await mkdir(path.join(repo.objects, "info", "reclaim-pack-owners"), { recursive: true });
-    await writeFile(
-      path.join(repo.objects, "info", "reclaim-pack-owners", pack),
-      JSON.stringify({ captureId: "crashed", pid: deadPid, host: os.hostname(), startedAt: Date.now() }),
-    );
-    const { published } = await capture(repo);
-    expect(published.packs).toEqual([pack]);
-    expect(await readdir(path.join(repo.objects, "info"))).not.toContain("reclaim-pack-owners");
-    await fsckStrict(repo);
-  });
-
-  it("waits for a live owner, then gives up with a retryable busy error", async () => {
-    const pack = (await capture(await repoWithLargeFile(8))).published.packs[0]!;
-    const repo = await repoWithLargeFile(8);
-    await mkdir(path.join(repo.objects, "info", "reclaim-pack-owners"), { recursive: true });
-    await writeFile(
-      path.join(repo.objects, "info", "reclaim-pack-owners", pack),
-      JSON.stringify({ captureId: "live", pid: process.ppid, host: os.hostname(), startedAt: 1_000 }),
-    );
-    // Time advances only when the capture waits: each poll moves the clock by its delay.
-    let now = 1_000;
-    const clock: Clock = { now: () => now };
-    const timer: Timer = {
-      setTimeout: (callback, ms) => {
-        now += ms;
-        setImmediate(callback);
-        return 0;
-      },
-      clearTimeout: () => undefined,
-    };
-    let waits = 0;
-    const error = await rejectionOf(
-      capture(repo, { clock, timer, packBusyTimeoutMs: 1_000, testHooks: { onPackBusy: () => waits++ } }),
-    );
-    expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PACK_BUSY");
-    expect(error.permanent).toBe(false);
-    expect(waits).toBeGreaterThan(10);
-    expect(packFiles(await packsIn(repo.objects))).toEqual([]);
-    await fsckStrict(repo);
-  });
-});
-
-describe("permissions and filesystems", () => {
+describe("permissions", () => {
   it("gives new object directories and files core.sharedRepository permissions, as git does", async () => {
     const repo = await makeRepo();
     await repo.git(["config", "core.sharedRepository", "group"]);
@@ -255,6 +275,55 @@ describe("permissions and filesystems", () => {
     expect(file.mode & 0o070).toBe(0o040);
     await fsckStrict(repo);
   });
+
+  it("gives pack files, the owners directory and ownership records core.sharedRepository permissions", async () => {
+    const repo = await repoWithLargeFile();
+    await repo.git(["config", "core.sharedRepository", "group"]);
+    const seen: { dir?: number; record?: number } = {};
+    const fs = faultyFs(async (_from, to) => {
+      if (!to.endsWith(".pack")) return;
+      // While the pack is being published, its record exists.
+      seen.dir = (await stat(ownersDir(repo))).mode;
+      seen.record = (await stat(path.join(ownersDir(repo), path.basename(to, ".pack")))).mode;
+    });
+    const { published } = await capture(repo, {
+      testHooks: { fs },
+      onCommit: (_commit, ctx) => {
+        const packDir = path.join(ctx.path, "pack");
+        for (const name of readdirSync(packDir)) chmodSync(path.join(packDir, name), 0o400);
+      },
+    });
+    expect(seen.dir! & 0o2070).toBe(0o2070);
+    expect(seen.record! & 0o060).toBe(0o060);
+    for (const extension of ["pack", "idx"]) {
+      const mode = (await stat(path.join(repo.objects, "pack", `${published.packs[0]}.${extension}`))).mode;
+      expect(mode & 0o777).toBe(0o440); // read-only stays read-only; the group may read
+    }
+    await fsckStrict(repo);
+  });
+});
+
+describe("filesystems without hard links", () => {
+  it.each(["EPERM", "ENOTSUP"])(
+    "publishes a pack by rename where the filesystem refuses hard links (%s)",
+    async (code) => {
+      const repo = await repoWithLargeFile();
+      const realFiles = await indexAndHead(repo);
+      const fs = faultyFs((_from, to) => {
+        throw errnoError(code, "link", to);
+      });
+      const { value, published } = await capture(repo, { ref: "refs/reclaim/renamed", testHooks: { fs } });
+      expect(published.packs).toHaveLength(1);
+      expect(published.looseObjects).toBeGreaterThan(0);
+      const pack = published.packs[0]!;
+      expect(packFiles(await packsIn(repo.objects))).toEqual([`${pack}.idx`, `${pack}.pack`]);
+      await expectBlob(repo, value.commit, "a-large.bin", bigContent(1));
+      expect((await repo.git(["rev-parse", "refs/reclaim/renamed"])).trim()).toBe(value.commit);
+      expect(await readdir(path.join(repo.objects, "info"))).not.toContain("reclaim-pack-owners");
+      expect(await indexAndHead(repo)).toEqual(realFiles);
+      await fsckStrict(repo);
+    },
+  );
 
   it("renames only where hard links are refused, and never over an existing object", async () => {
     const repo = await makeRepo();
@@ -274,11 +343,34 @@ describe("permissions and filesystems", () => {
     expect((await repo.git(["cat-file", "-p", `${value.commit}:new.txt`])).trim()).toBe("new");
     await fsckStrict(repo);
   });
-});
 
-async function pidOfExitedProcess(): Promise<number> {
-  const child = execFile("true");
-  const pid = child.pid!;
-  await new Promise((resolve) => child.on("exit", resolve));
-  return pid;
-}
+  it("never replaces a pack file that appears after the rename fallback checked its name", async () => {
+    const repo = await repoWithLargeFile();
+    const sources = new Map<string, string>();
+    let planted: number | undefined;
+    // Another publisher's identical .pack lands right after this capture looked for one.
+    const plant = async (target: string): Promise<boolean> => {
+      if (planted !== undefined || !target.endsWith(".pack") || !isStorePackFile(repo, target)) return false;
+      await copyFile(sources.get(target)!, target);
+      planted = (await stat(target)).ino;
+      return true;
+    };
+    const fs: PublishFs = {
+      ...realPublishFs,
+      link: async (from, to) => {
+        sources.set(to, from);
+        throw errnoError("EPERM", "link", to);
+      },
+      lstat: async (target) => ((await plant(target)) ? null : realPublishFs.lstat(target)),
+      createExclusive: async (target, content) => {
+        await plant(target);
+        return realPublishFs.createExclusive(target, content);
+      },
+    };
+    const { value, published } = await capture(repo, { testHooks: { fs } });
+    expect(planted).toBeDefined();
+    expect((await stat(path.join(repo.objects, "pack", `${published.packs[0]}.pack`))).ino).toBe(planted);
+    await expectBlob(repo, value.commit, "a-large.bin", bigContent(1));
+    await fsckStrict(repo);
+  });
+});

@@ -64,6 +64,7 @@ describe("ref updates", () => {
     const repo = await makeRepo();
     const head = (await repo.git(["rev-parse", "HEAD"])).trim();
     await writeFile(path.join(repo.dir, "one.txt"), "one\n");
+    const realFiles = await indexAndHead(repo);
     const { value } = await capture(repo, { ref: "refs/reclaim/a" });
     const stale = await rejectionOf(
       withObjectQuarantine(
@@ -83,6 +84,7 @@ describe("ref updates", () => {
     expect((stale as QuarantineError).code).toBe("RECLAIM_ERR_QUARANTINE_REF_UPDATE_FAILED");
     expect((await repo.git(["rev-parse", "refs/reclaim/a"])).trim()).toBe(value.commit);
     await expect(repo.git(["rev-parse", "--verify", "-q", "refs/reclaim/b"])).rejects.toThrow();
+    expect(await indexAndHead(repo)).toEqual(realFiles);
     await fsckStrict(repo);
   });
 });

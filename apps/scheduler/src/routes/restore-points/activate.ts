@@ -1,8 +1,9 @@
 /**
  * POST /v1/companies/:companyId/restore-points/:id/activate: the sealed object is stored;
- * Reclaim reads it back in full and activates the row only if its SHA-256 and size match
- * the body (422 naming the field otherwise; 503 when storage cannot be read). Repeating a
- * successful activation answers 200 with the row.
+ * Reclaim reads it back in full and activates the row only if its SHA-256 and size, and its
+ * sealed key header's format version and key fingerprint, match the body (422 naming the
+ * field otherwise; 503 when storage cannot be read). Repeating a successful activation
+ * answers 200 with the row.
  */
 import { activateRestorePoint } from "@reclaim/core/src/domains/restore-point-retention";
 import { z } from "zod";
@@ -20,7 +21,9 @@ export const activateRestorePointRoute = route({
     sha256: z.string().regex(/^[0-9a-fA-F]{64}$/, "must be 64 hex characters"),
     byteSize: z.number().int().min(0),
     formatVersion: z.number().int().min(1),
-    keyFingerprint: z.string().regex(/^[0-9a-f]{12,64}$/, "must be a lowercase hex key fingerprint"),
+    keyFingerprint: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/, "must be the instance key's fingerprint: 64 lowercase hex characters"),
   }),
   responses: {
     200: restorePointBody,

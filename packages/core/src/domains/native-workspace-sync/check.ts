@@ -5,17 +5,21 @@
  *   the folders of this scope (company: its runs' folders; instance: folders with no run,
  *   plus start-up deadline discovery for every company that has folders); survey up to
  *   200 of them from the folder cursor.
- * apply (the job's transaction, company lock): read all their runs' state in one query; per
- *   folder take the run's finalization ownership lock (held elsewhere: skip, retry in 15
- *   minutes), judge it (rules.ts), and rename a removable one to `.expired-<UUID>`; at most
- *   50 removals.
- * finish (after commit): delete what was renamed; a failed delete stays for a later batch.
+ * apply (the job's transaction, company lock): judge every folder on its run's state read
+ *   without a lock (one query); most are kept, and a kept folder's run is never locked. For
+ *   the candidates (at most 50) take each run's finalization ownership lock in one query
+ *   (held elsewhere: skip, retry in 15 minutes), held until commit; read their run state
+ *   again and survey each folder again under it, judge again (rules.ts), and rename a
+ *   removable one to `.expired-<UUID>`. Each folder is thus decided and renamed in one
+ *   transaction holding its run's lock.
+ * finish (after commit): delete what was renamed (claimed first, as leftovers are: another
+ *   job's leftover pass may meet it); a failed delete stays for a later batch.
  */
 import path from "node:path";
 import { MINUTE_MS } from "../../clock";
 import { LOCK_NAMESPACES, tryLockMany, type Tx } from "../../db";
 import { sameIdentity } from "../../fs";
-import { finishInterruptedDeletes, removeRetired, retire, RetireRefused } from "../../fs";
+import { claimAndRemove, finishInterruptedDeletes, retire, RetireRefused } from "../../fs";
 import { surveyFolder } from "./survey";
 import { INSTANCE_SCOPE } from "../../ledger";
 import { recordedProcessIsLive } from "../../process/liveness";
@@ -57,7 +61,7 @@ async function finishLeftovers(ctx: Ctx, root: string): Promise<void> {
     if (result.error === undefined) {
       ctx.report.removedEntry(rel(result.name), result.bytes ?? 0, { reason: "interrupted_deletion" });
     } else {
-      ctx.report.failed(rel(result.name), "leftover_delete_failed");
+      ctx.report.failed(rel(path.basename(result.path)), "leftover_delete_failed");
       ctx.deadlines.at("retry", later(ctx, RETRY_MS));
     }
   }
@@ -73,6 +77,7 @@ async function ownersInChunks(ctx: Ctx, names: string[]): Promise<Map<string, st
     for (const [id, company] of await runOwners(ctx.db, names.slice(i, i + LIMITS.discoveryChunk))) {
       owners.set(id, company);
     }
+    await ctx.faults.hit("native-workspace-sync.discovery-chunk");
   }
   return owners;
 }
@@ -122,15 +127,13 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
   }
   // 2. The run's finalization ownership lock for the candidates this batch can remove (one
   //    query), held until commit, and their run state read again under it. A dry run takes
-  //    no lock: it only reports.
+  //    it too, so it reports a folder whose lock is held as skipped, as the real run would.
   const candidates = prepared.folders
     .filter((f) => first.get(f.name)?.remove)
     .slice(0, LIMITS.removalsPerBatch)
     .map((f) => f.name);
   const lockable = new Set(candidates);
-  const owned = ctx.dryRun
-    ? lockable
-    : await tryLockMany(tx, LOCK_NAMESPACES.nativeRunFinalization, candidates);
+  const owned = await tryLockMany(tx, LOCK_NAMESPACES.nativeRunFinalization, candidates);
   const underLock = await runStates(tx, [...owned]);
 
   const retired: Applied["retired"] = [];
@@ -219,16 +222,18 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
 export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
   for (const item of applied.retired) {
     await ctx.faults.hit("native-workspace-sync.before-delete");
-    let bytes: number;
+    let removed: { bytes: number } | null;
     try {
-      bytes = await removeRetired(item.path);
+      // Claimed like any leftover: another job's leftover pass may meet it first.
+      removed = await claimAndRemove(item.path);
     } catch {
-      // The `.expired-*` name stays; the next batch's leftover pass finishes it.
+      // An `.expired-*` name stays; the next batch's leftover pass finishes it.
       ctx.report.failed(item.rel, "delete_failed", { companyId: item.companyId });
       ctx.deadlines.at("retry", later(ctx, RETRY_MS));
       continue;
     }
-    ctx.report.removedEntry(item.rel, bytes, { companyId: item.companyId });
+    // null: another job's leftover pass deleted it, and reports it.
+    if (removed !== null) ctx.report.removedEntry(item.rel, removed.bytes, { companyId: item.companyId });
   }
   if (ctx.report.candidates > 0) {
     ctx.log.info("native workspace sync folders", {

@@ -58,6 +58,8 @@ export interface Applied {
   /** `superseded` / `delete_requested` rows whose object is deleted now. */
   deletions: DueRow[];
   counts: Counts;
+  /** Due rows this batch locked: 0 when every due row was locked by another transaction. */
+  locked: number;
 }
 
 const entryId = (row: Pick<DueRow, "id">) => `restore-point/${row.id}`;
@@ -87,7 +89,7 @@ function emptyCounts(): Counts {
 export async function apply(ctx: Ctx, tx: Tx): Promise<Applied> {
   const counts = emptyCounts();
   // Every restore point belongs to a company; the instance scope has nothing to do.
-  if (ctx.companyId === null) return { hooks: [], deletions: [], counts };
+  if (ctx.companyId === null) return { hooks: [], deletions: [], counts, locked: 0 };
   const window = windowOf(ctx);
   const rows = await dueWork(tx, ctx.companyId, window, LIMITS.batch);
   const trees = await treeStates(
@@ -95,6 +97,10 @@ export async function apply(ctx: Ctx, tx: Tx): Promise<Applied> {
     ctx.companyId,
     rows.filter((r) => r.work === "review").map((r) => r.source_issue_id),
   );
+  // The rows are locked and their trees read; nothing is written yet. An issue change that
+  // commits from here on must wait for this transaction and mark its rows due again
+  // (the issues trigger locks them), or this review's verdict would hide it.
+  await ctx.faults.hit("restore-point-retention.after-tree-read");
   const judge = { now: ctx.startedAt, retentionMs: ctx.config.retentionMs };
 
   const deleteAfter: { id: string; deleteAfter: Date | null }[] = [];
@@ -139,7 +145,7 @@ export async function apply(ctx: Ctx, tx: Tx): Promise<Applied> {
         break;
     }
   }
-  if (ctx.dryRun) return { hooks: [], deletions: [], counts: emptyCounts() };
+  if (ctx.dryRun) return { hooks: [], deletions: [], counts: emptyCounts(), locked: rows.length };
 
   const now = ctx.startedAt;
   const written = new Set(await setDeleteAfter(tx, deleteAfter, now));
@@ -174,7 +180,7 @@ export async function apply(ctx: Ctx, tx: Tx): Promise<Applied> {
   }
   counts.deletionRequested = requested.size;
   hooks.push(...toExpire.filter((r) => expiring.has(r.id)));
-  return { hooks, deletions, counts };
+  return { hooks, deletions, counts, locked: rows.length };
 }
 
 interface Outcomes {
@@ -265,7 +271,10 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
     return nextDue(tx, companyId, window);
   });
 
-  if (next.due_now) ctx.deadlines.at("continue", now);
+  // Due rows that another transaction holds are skipped (due-work.sql); that transaction
+  // wakes the worker when it commits. A batch that found only such rows looks again a little
+  // later rather than at once, so it never spins while they stay locked.
+  if (next.due_now) ctx.deadlines.at("continue", applied.locked > 0 ? now : at(ctx, LIMITS.lockedRetryMs));
   if (next.review_at) ctx.deadlines.at("retention", next.review_at);
   if (next.pending_since)
     ctx.deadlines.at("capture_grace", new Date(next.pending_since.getTime() + LIMITS.captureGraceMs));

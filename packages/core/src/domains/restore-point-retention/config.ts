@@ -104,6 +104,8 @@ export const LIMITS = {
   captureGraceMs: HOUR_MS,
   /** A failed expiry hook or storage deletion is retried after this. */
   retryMs: 15 * MINUTE_MS,
+  /** A batch whose due rows were all held by other transactions looks again after this. */
+  lockedRetryMs: 5_000,
   /** One expiry hook call may take this long. */
   hookTimeoutMs: 10_000,
 } as const;

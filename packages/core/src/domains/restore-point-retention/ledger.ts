@@ -7,8 +7,9 @@
  *   register     -> `pending`, with the storage key to seal into (company-scoped, unique)
  *   (the server seals and uploads the object to that key)
  *   activate     -> `active`, only after Reclaim read the stored object back and its SHA-256
- *                   and size match what the caller declares; due for review at once, so a
- *                   closed tree starts its retention period
+ *                   and size, and its key header's format version and key fingerprint, match
+ *                   what the caller declares; due for review at once, so a closed tree starts
+ *                   its retention period
  *   supersede    -> `superseded` (a newer restore point replaced it); its object is deleted
  *   request deletion -> `delete_requested`; a `pending` one waits for the capture grace,
  *                   because its capture may still be writing the object
@@ -216,10 +217,11 @@ function invalidReference(field: string, what: string, input: RegisterInput): ne
 export interface ActivateInput {
   companyId: string;
   id: string;
-  /** What the sealing returned; checked here against the stored object. */
+  /** What the sealing returned; each is checked here against the stored object and its key header. */
   sha256: string;
   byteSize: number;
   formatVersion: number;
+  /** The instance key's fingerprint (64 lowercase hex), as the sealed key header names it. */
   keyFingerprint: string;
 }
 
@@ -241,8 +243,9 @@ async function verifyStored(storage: StorageProvider, row: Row, input: ActivateI
   }
   const unverified = (field: string, message: string) =>
     new ReclaimError("RECLAIM_ERR_RESTORE_POINT_UNVERIFIED", { message: `${field}: ${message}`, field });
+  const header = facts.header;
   if (!facts.found) throw unverified("storageKey", `no object is stored at ${row.storageKey}`);
-  if (!facts.headerFound)
+  if (header.state === "absent")
     throw unverified("storageKey", `the sealed key header of ${row.storageKey} is missing`);
   if (facts.byteSize !== input.byteSize) {
     throw unverified("byteSize", `the stored object has ${facts.byteSize} bytes, not ${input.byteSize}`);
@@ -250,10 +253,26 @@ async function verifyStored(storage: StorageProvider, row: Row, input: ActivateI
   if (facts.sha256 !== input.sha256.toLowerCase()) {
     throw unverified("sha256", `the stored object hashes to ${facts.sha256}`);
   }
+  if (header.state === "unreadable") {
+    throw unverified("storageKey", `the sealed key header of ${row.storageKey} is not one: ${header.reason}`);
+  }
+  if (header.formatVersion !== input.formatVersion) {
+    throw unverified("formatVersion", `the sealed key header has format version ${header.formatVersion}`);
+  }
+  if (header.keyFingerprint === null) {
+    throw unverified("formatVersion", `format version ${header.formatVersion} is one this build cannot read`);
+  }
+  if (header.keyFingerprint !== input.keyFingerprint) {
+    throw unverified("keyFingerprint", `the sealed key header was wrapped by key ${header.keyFingerprint}`);
+  }
 }
 
+/** The activation already recorded: same payload, same header facts. */
 const sameObject = (row: Row, input: ActivateInput) =>
-  row.sha256 === input.sha256.toLowerCase() && row.byteSize === BigInt(input.byteSize);
+  row.sha256 === input.sha256.toLowerCase() &&
+  row.byteSize === BigInt(input.byteSize) &&
+  row.formatVersion === input.formatVersion &&
+  row.keyFingerprint === input.keyFingerprint;
 
 export async function activateRestorePoint(
   db: Db,

@@ -1,0 +1,158 @@
+/**
+ * Batch reports: every stored report is added to its domain's running totals in the same
+ * transaction, reports past RECLAIM_REPORT_RETENTION_DAYS are pruned a few at a time as new
+ * ones are stored, and /metrics counts from the totals, so pruning never moves a counter back.
+ * Real PostgreSQL and Redis; the jobs run through the platform's `runJob`.
+ */
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import {
+  createDb,
+  createRedis,
+  DAY_MS,
+  DeadlineQueues,
+  defineDomain,
+  FaultPoints,
+  runJob,
+  silentLogger,
+  TestClock,
+  type AnyDomain,
+  type Db,
+  type DomainControls,
+  type DomainId,
+} from "@reclaim/core";
+import {
+  createTestDatabase,
+  deleteKeys,
+  TEST_REDIS_URL,
+  uniquePrefix,
+  type TestDatabase,
+} from "@reclaim/testkit";
+import { Metrics } from "@reclaim/scheduler/src/metrics";
+import type { ApiDeps } from "@reclaim/scheduler/src/deps";
+
+// A reserved id that no real domain implements yet carries the test domain.
+const ID: DomainId = "nested-clone-migration";
+const RETENTION_MS = 30 * DAY_MS;
+
+/** Each batch removes one entry of 4096 bytes and keeps one, taking `ms` of the test clock. */
+function domainTaking(clock: TestClock, ms: number): AnyDomain {
+  return defineDomain({
+    id: ID,
+    title: "reports test",
+    options: {},
+    readConfig: () => ({ enabled: true, dryRun: false }),
+    apply: async (ctx) => {
+      ctx.report.examined();
+      ctx.report.candidate("a", 4096);
+      ctx.report.removedEntry("a", 4096);
+      ctx.report.examined();
+      ctx.report.skip("b", "still_needed");
+      clock.advance(ms);
+    },
+  });
+}
+
+let database: TestDatabase;
+let db: Db;
+let redis: Redis;
+let prefix: string;
+let queues: DeadlineQueues;
+const clock = new TestClock(new Date());
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  db = createDb(database.url);
+  redis = createRedis(TEST_REDIS_URL);
+  prefix = uniquePrefix();
+  queues = new DeadlineQueues({ db, redis, prefix, clock, attempts: 1 });
+});
+afterAll(async () => {
+  await queues.close();
+  redis.disconnect();
+  await db.$disconnect();
+  await deleteKeys(prefix);
+  await database.drop();
+});
+
+function run(ms: number) {
+  const domain = domainTaking(clock, ms);
+  return runJob(
+    {
+      db,
+      queues,
+      clock,
+      instanceRoot: "/nonexistent",
+      log: silentLogger,
+      faults: FaultPoints.none(),
+      configs: new Map<DomainId, DomainControls>([[ID, { enabled: true, dryRun: false }]]),
+      domains: new Map([[ID, domain]]),
+      reportRetentionMs: RETENTION_MS,
+    },
+    {
+      id: `sweep--${ID}--${randomUUID()}`,
+      data: { kind: "sweep", domain: ID, scope: randomUUID() },
+      attemptsMade: 0,
+      attempts: 1,
+      signal: new AbortController().signal,
+    },
+  );
+}
+
+async function oldReports(count: number, daysAgo: number): Promise<void> {
+  const at = new Date(clock.now().getTime() - daysAgo * DAY_MS);
+  await db.reclaimBatchReport.createMany({
+    data: Array.from({ length: count }, () => ({
+      jobId: "old",
+      domain: ID,
+      companyId: "instance",
+      dryRun: false,
+      startedAt: at,
+      finishedAt: at,
+    })),
+  });
+}
+
+it("every stored report is added to its domain's running totals in the same transaction", async () => {
+  await run(20); // 0.02 s
+  await run(3000); // 3 s
+  const totals = await db.reclaimReportTotal.findUniqueOrThrow({ where: { domain: ID } });
+  expect(totals).toMatchObject({
+    batches: 2n,
+    errors: 0n,
+    candidates: 2n,
+    removed: 2n,
+    candidateBytes: 8192n,
+    reclaimedBytes: 8192n,
+    skipped: { still_needed: 2 },
+  });
+  expect(totals.durationSum).toBeCloseTo(3.02, 5);
+  // Bounds 0.05 .. 300 s: the 0.02 s batch counts in every bucket, the 3 s one from 5 s on.
+  expect(totals.durationBuckets.map(Number)).toEqual([1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2]);
+});
+
+it("reports past their retention are pruned a few per stored report; totals and /metrics keep counting", async () => {
+  await oldReports(25, 31); // past the 30-day retention
+  await oldReports(3, 29); // within it
+  const before = await db.reclaimReportTotal.findUniqueOrThrow({ where: { domain: ID } });
+
+  await run(10);
+  expect(await db.reclaimBatchReport.count({ where: { jobId: "old" } })).toBe(28 - 20);
+  await run(10);
+  expect(await db.reclaimBatchReport.count({ where: { jobId: "old" } })).toBe(3);
+
+  const after = await db.reclaimReportTotal.findUniqueOrThrow({ where: { domain: ID } });
+  expect(after.batches).toBe(before.batches + 2n);
+  expect(after.removed).toBe(before.removed + 2n);
+
+  const metrics = await new Metrics({
+    db,
+    queues,
+    domains: new Map([[ID, domainTaking(clock, 0)]]),
+  } as unknown as ApiDeps).render();
+  expect(metrics).toContain(`reclaim_batches_total{domain="${ID}",result="ok"} ${after.batches}`);
+  expect(metrics).toContain(`reclaim_reclaimed_bytes_total{domain="${ID}"} ${after.reclaimedBytes}`);
+  const skips = (after.skipped as Record<string, number>).still_needed;
+  expect(metrics).toContain(`reclaim_skips_total{domain="${ID}",reason="still_needed"} ${skips}`);
+  expect(metrics).toContain(`reclaim_job_duration_seconds_count{domain="${ID}"} ${after.batches}`);
+});

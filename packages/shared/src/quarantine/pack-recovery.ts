@@ -1,0 +1,89 @@
+/**
+ * Recovery of pack publications abandoned by a capture that died (SIGKILL, OOM kill, power
+ * loss) between publishing a pack's first file and its `.idx`, or while compensating. Such a
+ * pack is invisible to git, and `git gc` never removes a `.pack` without its index, so
+ * without this it would stay forever. The evidence is the dead capture's ownership record
+ * (pack-ownership.ts), which is durable before the first file of the pack is published.
+ *
+ * At the start of every publication, each pack named in the owners directory whose holder
+ * is dead is taken over (breaking the dead record) and, while held, whatever of it is in the
+ * store without its `.idx` is removed, in reverse publication order. Dead breakers' leftover
+ * break locks are removed too. A pack held by a live capture is skipped, never waited for.
+ * A pack that has its `.idx` is complete and left alone.
+ *
+ * Why removing is safe: git ignores a pack without its index; no live Reclaim capture can be
+ * publishing it (this capture holds its record); files of identical name have identical
+ * content, so a later capture that needs the pack publishes its own copy. The one party this
+ * cannot exclude is a plain `git` finalizing the same byte-identical pack in the same instant
+ * (publish.ts, residual risk).
+ */
+import path from "node:path";
+import { errnoCode } from "../errors";
+import { PACK_NAME, PACK_ORDER } from "./pack-files";
+import {
+  listOwnerEntries,
+  packOf,
+  removeDeadBreakLocks,
+  tryAcquirePackOwnership,
+  type OwnershipOptions,
+  type PackOwnership,
+} from "./pack-ownership";
+import type { PublishFs } from "./publish-fs";
+
+/** Recovers every abandoned pack of `objectsDir`; resolves with the names of the packs it cleaned. */
+export async function recoverAbandonedPacks(
+  objectsDir: string,
+  options: OwnershipOptions,
+): Promise<string[]> {
+  const entries = await listOwnerEntries(objectsDir, options.fs);
+  const packs = [...new Set(entries.map(packOf))].filter((name) => PACK_NAME.test(name)).sort();
+  const recovered: string[] = [];
+  for (const pack of packs) {
+    const ownership = await tryAcquirePackOwnership(objectsDir, pack, options);
+    if (!ownership) continue; // a live capture holds it
+    await whileHolding(ownership, async () => {
+      if (ownership.tookOverAbandoned) {
+        const removed = await removeUnindexedPack(options.fs, path.join(objectsDir, "pack"), pack);
+        if (removed.length > 0) recovered.push(pack);
+      }
+      await removeDeadBreakLocks(objectsDir, pack, options);
+    });
+  }
+  return recovered;
+}
+
+/**
+ * Runs `fn` holding `ownership`, then releases it; if `fn` fails, the record is abandoned
+ * instead (left in place for the next publication to recover) and the error rethrown.
+ */
+export async function whileHolding<T>(ownership: PackOwnership, fn: () => Promise<T>): Promise<T> {
+  let value: T;
+  try {
+    value = await fn();
+  } catch (error) {
+    ownership.abandon();
+    throw error;
+  }
+  await ownership.release();
+  return value;
+}
+
+/**
+ * Removes the files of `pack` in `packDir` when its `.idx` is absent; resolves with what it
+ * removed. The caller holds the pack.
+ */
+export async function removeUnindexedPack(fs: PublishFs, packDir: string, pack: string): Promise<string[]> {
+  if ((await fs.lstat(path.join(packDir, `${pack}.idx`))) !== null) return [];
+  const removed: string[] = [];
+  for (const extension of [...PACK_ORDER].reverse()) {
+    if (extension === "idx") continue;
+    const file = path.join(packDir, `${pack}.${extension}`);
+    try {
+      await fs.unlink(file);
+      removed.push(file);
+    } catch (error) {
+      if (errnoCode(error) !== "ENOENT") throw error;
+    }
+  }
+  return removed;
+}

@@ -1,0 +1,329 @@
+/**
+ * Pack ownership records (pack-ownership.ts) and recovery (pack-recovery.ts): who may break
+ * a record, bounded waits, release, the race against a real second process, and the orphan
+ * a capture killed with SIGKILL between `.pack` and `.idx` leaves behind.
+ */
+import { execFile } from "node:child_process";
+import { readdir, stat, unlink } from "node:fs/promises";
+import path from "node:path";
+import { realPublishFs, withObjectQuarantine, type Clock, type PublishFs, type Timer } from "../../src";
+import { currentProcess } from "../../src/quarantine/process-identity";
+import { capture } from "./capture";
+import {
+  bigContent,
+  cleanup,
+  errnoError,
+  fsckStrict,
+  gitEnv,
+  indexAndHead,
+  packsIn,
+  repoWithLargeFile,
+  type Repo,
+} from "./git-fixture";
+import { liveIdentity, ownerEntries, ownersDir, plantRecord, readRecord } from "./owners";
+import { startPublisher } from "./publisher";
+import { rejectionOf } from "../rejection";
+
+afterEach(cleanup);
+
+/** The name of the pack a capture of `seed`'s large file produces (from a throwaway repo). */
+async function packNameFor(seed: number): Promise<string> {
+  return (await capture(await repoWithLargeFile(seed))).published.packs[0]!;
+}
+
+/** A clock that advances only when the capture waits: each wait moves it by its delay. */
+function waitingClock(): { clock: Clock; timer: Timer } {
+  let now = Date.now();
+  return {
+    clock: { now: () => now },
+    timer: {
+      setTimeout: (callback, ms) => {
+        now += ms;
+        setImmediate(callback);
+        return 0;
+      },
+      clearTimeout: () => undefined,
+    },
+  };
+}
+
+/**
+ * A publication fs that stops at the first call of `when` for which it returns true, until
+ * the test opens the gate; `stopped` resolves when it has stopped there.
+ */
+function gatedFs(
+  when: (call: "link" | "createExclusive", target: string) => boolean,
+  base: PublishFs = realPublishFs,
+): { fs: PublishFs; stopped: Promise<string>; open: (fault?: Error) => void } {
+  let stop!: (target: string) => void;
+  const stopped = new Promise<string>((resolve) => (stop = resolve));
+  let open!: (fault?: Error) => void;
+  const gate = new Promise<Error | undefined>((resolve) => (open = resolve));
+  let done = false;
+  const pause = async (call: "link" | "createExclusive", target: string): Promise<void> => {
+    if (done || !when(call, target)) return;
+    done = true;
+    stop(target);
+    const fault = await gate;
+    if (fault) throw fault;
+  };
+  return {
+    fs: {
+      ...base,
+      link: async (from, to) => {
+        await pause("link", to);
+        return base.link(from, to);
+      },
+      createExclusive: async (target, content) => {
+        const created = await base.createExclusive(target, content);
+        await pause("createExclusive", target);
+        return created;
+      },
+    },
+    stopped,
+    open,
+  };
+}
+
+const isRecord = (target: string): boolean =>
+  path.basename(path.dirname(target)) === "reclaim-pack-owners" && !target.includes(".break-");
+
+async function pidOfExitedProcess(): Promise<number> {
+  const child = execFile("true");
+  const pid = child.pid!;
+  await new Promise((resolve) => child.on("exit", resolve));
+  return pid;
+}
+
+/** A capture that writes one small loose object and no pack. */
+function smallCapture(repo: Repo, content: string) {
+  return withObjectQuarantine(
+    repo.dir,
+    "small",
+    (ctx) => ctx.git(["hash-object", "-w", "--stdin"], { input: content }),
+    { env: gitEnv },
+  );
+}
+
+describe("who may break an ownership record", () => {
+  it("a capture never breaks a live record held by another capture of its own process", async () => {
+    const repo = await repoWithLargeFile(3);
+    // A stops right after its record exists (before anything else of its publication).
+    const a = gatedFs((call, target) => call === "createExclusive" && isRecord(target));
+    const first = capture(repo, { ref: "refs/reclaim/a", testHooks: { fs: a.fs } });
+    const record = await a.stopped;
+    const held = {
+      ino: (await stat(record)).ino,
+      lockId: (await readRecord(repo, path.basename(record))).lockId,
+    };
+    expect((await readRecord(repo, path.basename(record))).pid).toBe(process.pid);
+    let bWaits!: () => void;
+    const bIsWaiting = new Promise<void>((resolve) => (bWaits = resolve));
+    const second = capture(repo, { ref: "refs/reclaim/b", testHooks: { onPackBusy: () => bWaits() } });
+    await bIsWaiting;
+    // B saw the record of its own pid and waited: the record is still A's.
+    expect((await stat(record)).ino).toBe(held.ino);
+    expect((await readRecord(repo, path.basename(record))).lockId).toBe(held.lockId);
+    a.open();
+    const [one, two] = await Promise.all([first, second]);
+    expect(one.published.packs).toEqual(two.published.packs);
+    expect(await ownerEntries(repo)).toBeNull();
+    await fsckStrict(repo);
+  });
+
+  it.each([
+    ["a process that has exited", async () => ({ pid: await pidOfExitedProcess() })],
+    ["a pid that now belongs to another process", async () => ({ pid: process.ppid, pidStart: "1" })],
+    [
+      "this process, for a record none of its captures holds (a failed release)",
+      async () => ({ ...currentProcess() }),
+    ],
+    [
+      "another host, once it is older than packOwnerStaleAfterMs",
+      async () => ({ pid: 1, host: "elsewhere", createdAt: 0 }),
+    ],
+  ])("breaks a record of %s", async (_case, holder) => {
+    const pack = await packNameFor(7);
+    const repo = await repoWithLargeFile(7);
+    await plantRecord(repo, pack, await holder());
+    const { published } = await capture(repo);
+    expect(published.packs).toEqual([pack]);
+    expect(await ownerEntries(repo)).toBeNull();
+    await fsckStrict(repo);
+  });
+
+  it.each([
+    ["a live process of this host", async () => liveIdentity(process.ppid)],
+    ["another host, while it is recent", async () => ({ pid: 1, host: "elsewhere", createdAt: Date.now() })],
+  ])("waits for %s, then gives up with a retryable busy error", async (_case, holder) => {
+    const pack = await packNameFor(8);
+    const repo = await repoWithLargeFile(8);
+    const planted = await plantRecord(repo, pack, await holder());
+    const { clock, timer } = waitingClock();
+    let waits = 0;
+    const error = await rejectionOf(
+      capture(repo, { clock, timer, packBusyTimeoutMs: 1_000, testHooks: { onPackBusy: () => waits++ } }),
+    );
+    expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PACK_BUSY");
+    expect(error.permanent).toBe(false);
+    expect(waits).toBeGreaterThan(10);
+    expect(await packsIn(repo.objects)).toEqual([]);
+    expect((await readRecord(repo, pack)).lockId).toBe(planted.lockId);
+    await fsckStrict(repo);
+  });
+
+  it("bounds the wait for another capture of this process with a retryable busy error", async () => {
+    const repo = await repoWithLargeFile(9);
+    const a = gatedFs((call, target) => call === "link" && target.endsWith(".idx"));
+    const first = capture(repo, { testHooks: { fs: a.fs } });
+    await a.stopped;
+    const { clock, timer } = waitingClock();
+    const error = await rejectionOf(capture(repo, { clock, timer, packBusyTimeoutMs: 1_000 }));
+    expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PACK_BUSY");
+    expect(error.permanent).toBe(false);
+    a.open();
+    expect((await first).published.packs).toHaveLength(1);
+    expect(await ownerEntries(repo)).toBeNull();
+    await fsckStrict(repo);
+  });
+
+  it("breaks the break lock of a breaker that died, then the dead record it guarded", async () => {
+    const pack = await packNameFor(10);
+    const repo = await repoWithLargeFile(10);
+    const dead = await pidOfExitedProcess();
+    const record = await plantRecord(repo, pack, { pid: dead });
+    await plantRecord(repo, `${pack}.break-${record.lockId}`, { pid: dead });
+    const { published } = await capture(repo);
+    expect(published.packs).toEqual([pack]);
+    expect(await ownerEntries(repo)).toBeNull();
+    await fsckStrict(repo);
+  });
+
+  it("never removes a dead record while a live breaker holds its break lock", async () => {
+    const pack = await packNameFor(10);
+    const repo = await repoWithLargeFile(10);
+    const record = await plantRecord(repo, pack, { pid: await pidOfExitedProcess() });
+    const breaker = `${pack}.break-${record.lockId}`;
+    await plantRecord(repo, breaker, await liveIdentity(process.ppid));
+    const before = (await stat(path.join(ownersDir(repo), pack))).ino;
+    const { clock, timer } = waitingClock();
+    const error = await rejectionOf(capture(repo, { clock, timer, packBusyTimeoutMs: 1_000 }));
+    expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PACK_BUSY");
+    expect(await ownerEntries(repo)).toEqual([pack, breaker]);
+    expect((await stat(path.join(ownersDir(repo), pack))).ino).toBe(before);
+    await fsckStrict(repo);
+  });
+});
+
+describe("a capture that no longer owns its pack", () => {
+  it("neither releases the record nor removes the pack files it linked", async () => {
+    const repo = await repoWithLargeFile(13);
+    const a = gatedFs((call, target) => call === "link" && target.endsWith(".idx"));
+    const running = capture(repo, { ref: "refs/reclaim/lost", testHooks: { fs: a.fs } });
+    const index = await a.stopped;
+    const pack = path.basename(index, ".idx");
+    // Another host broke A's record by age and took the pack: the name is theirs now.
+    await unlink(path.join(ownersDir(repo), pack));
+    const theirs = await plantRecord(repo, pack, { pid: 1, host: "elsewhere" });
+    a.open(errnoError("ENOSPC", "link", index));
+    expect((await rejectionOf(running)).code).toBe("RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED");
+    expect((await readRecord(repo, pack)).lockId).toBe(theirs.lockId);
+    expect(await packsIn(repo.objects)).toEqual([`${pack}.pack`]); // may be theirs to adopt now
+    await fsckStrict(repo);
+  });
+
+  it("does not publish the index of a pack whose record was taken over meanwhile", async () => {
+    const repo = await repoWithLargeFile(14);
+    const a = gatedFs((call, target) => call === "link" && target.endsWith(".pack"));
+    const running = capture(repo, { ref: "refs/reclaim/lost", testHooks: { fs: a.fs } });
+    const pack = path.basename(await a.stopped, ".pack");
+    await unlink(path.join(ownersDir(repo), pack));
+    const theirs = await plantRecord(repo, pack, { pid: 1, host: "elsewhere" });
+    a.open();
+    const error = await rejectionOf(running);
+    expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED");
+    expect(error.message).toContain("taken over");
+    expect((await readRecord(repo, pack)).lockId).toBe(theirs.lockId);
+    expect(await packsIn(repo.objects)).toEqual([`${pack}.pack`]);
+    await expect(repo.git(["rev-parse", "--verify", "-q", "refs/reclaim/lost"])).rejects.toThrow();
+    await fsckStrict(repo);
+  });
+});
+
+describe("two processes publishing the same pack", () => {
+  it("keep the other process's pack readable when this capture fails on its index (ENOSPC)", async () => {
+    const repo = await repoWithLargeFile(21);
+    const realFiles = await indexAndHead(repo);
+    let other: ReturnType<typeof startPublisher> | undefined;
+    // This capture has linked its .pack; before its .idx, a second process captures the same
+    // content, reaches the same pack, finds it owned by this process and waits. Then this
+    // capture's index fails and it compensates.
+    const fs: PublishFs = {
+      ...realPublishFs,
+      link: async (from, to) => {
+        if (to.endsWith(".idx")) {
+          other = startPublisher(repo, { ref: "refs/reclaim/other" });
+          await other.line("busy");
+          throw errnoError("ENOSPC", "link", to);
+        }
+        return realPublishFs.link(from, to);
+      },
+    };
+    const error = await rejectionOf(capture(repo, { ref: "refs/reclaim/this", testHooks: { fs } }));
+    expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED");
+    expect(await other!.exited).toBe(0);
+    const commit = (await other!.line("commit ")).slice("commit ".length);
+    expect((await repo.git(["rev-parse", "refs/reclaim/other"])).trim()).toBe(commit);
+    expect((await repo.git(["cat-file", "-s", `${commit}:a-large.bin`])).trim()).toBe(
+      String(bigContent(21).length),
+    );
+    const pack = (await packsIn(repo.objects)).filter((n) => n.endsWith(".idx"));
+    expect(pack).toHaveLength(1);
+    await repo.git(["verify-pack", path.join(repo.objects, "pack", pack[0]!)]);
+    await expect(repo.git(["rev-parse", "--verify", "-q", "refs/reclaim/this"])).rejects.toThrow();
+    expect(await ownerEntries(repo)).toBeNull();
+    expect(await indexAndHead(repo)).toEqual(realFiles);
+    await fsckStrict(repo);
+  });
+});
+
+describe("recovery of a publication abandoned by a dead capture", () => {
+  it("removes the .keep, .pack and .rev a capture killed before its .idx left, at the next publication", async () => {
+    const repo = await repoWithLargeFile(31);
+    const realFiles = await indexAndHead(repo);
+    const killed = startPublisher(repo, { packing: "keep-rev", at: "idx", action: "kill" });
+    const at = await killed.line("at ");
+    expect(await killed.exited).toBe("SIGKILL");
+    const pack = path.basename(at.slice("at ".length), ".idx");
+    expect(await packsIn(repo.objects)).toEqual([`${pack}.keep`, `${pack}.pack`, `${pack}.rev`]);
+    expect((await readRecord(repo, pack)).pid).toBe(killed.pid);
+    // Any later publication, here one of a single loose object, recovers it first.
+    const { published } = await smallCapture(repo, "anything\n");
+    expect(published.recoveredPacks).toEqual([pack]);
+    expect(await packsIn(repo.objects)).toEqual([]);
+    expect(await ownerEntries(repo)).toBeNull();
+    expect(await indexAndHead(repo)).toEqual(realFiles);
+    await fsckStrict(repo);
+    // The same content still publishes completely afterwards.
+    const again = await capture(repo, { packing: "keep-rev" });
+    expect(again.published.packs).toHaveLength(1); // another commit, so another pack name
+    expect((await repo.git(["cat-file", "-s", `${again.value.commit}:a-large.bin`])).trim()).toBe(
+      String(bigContent(31).length),
+    );
+    await fsckStrict(repo);
+  });
+
+  it("leaves a pack alone while its live owner is publishing it", async () => {
+    const repo = await repoWithLargeFile(32);
+    const a = gatedFs((call, target) => call === "link" && target.endsWith(".idx"));
+    const running = capture(repo, { testHooks: { fs: a.fs } });
+    const pack = path.basename(await a.stopped, ".idx");
+    const { published } = await smallCapture(repo, "meanwhile\n");
+    expect(published.recoveredPacks).toEqual([]);
+    expect(await packsIn(repo.objects)).toEqual([`${pack}.pack`]);
+    a.open();
+    expect((await running).published.packs).toEqual([pack]);
+    expect((await readdir(path.join(repo.objects, "pack"))).sort()).toEqual([`${pack}.idx`, `${pack}.pack`]);
+    await fsckStrict(repo);
+  });
+});
