@@ -1,21 +1,25 @@
 /**
  * One batch of native session backup expiration and evidence retention (instance scope;
- * a company-scoped requested sweep diagnoses that company's sessions only).
+ * a company-scoped requested sweep diagnoses that company's sessions only, under the same
+ * instance lock: the files are instance-wide).
  *
- * prepare (no lock): read the liveness report; survey up to 200 session directories from
- *   the session cursor (control-plane state, the `current` copy, leftovers); when the
- *   evidence check is due, survey evidence entries from the evidence cursor with what is
- *   left of the 200.
+ * prepare (no lock): read the liveness report; survey session directories from the session
+ *   cursor (control-plane state, the `current` copy, leftovers) until they and their
+ *   leftovers make 200 entries; when the evidence check is due, list and survey evidence
+ *   entries from the evidence cursor with what is left of the 200, counting the bytes of
+ *   those due for removal.
  * apply (the job's transaction): read the rows of every session still in question in one
- *   query; finish leftovers (restore an unconfirmed `.retiring-*` when `current` is missing,
- *   drop it when a newer `current` exists); lock the rows of the candidates and read them
- *   again; rename each copy that still expires to `.retiring-<UUID>`; check once more for a
- *   run of those sessions and undo the rename where one appeared (or the check failed);
- *   delete the agent task sessions of the confirmed ones. Evidence due for removal is
- *   renamed to `.expired-<UUID>`. At most 50 removals, leftovers included.
+ *   query; list each session's leftovers again and finish them (restore the newest
+ *   unconfirmed `.retiring-*` when `current` is missing, drop the others and any next to a
+ *   `current`); lock the rows of the candidates and read them again; rename each copy that
+ *   still expires to `.retiring-<UUID>`; check once more for a run of those sessions and
+ *   undo the rename where one appeared (or the check failed); delete the agent task
+ *   sessions of the confirmed ones. Evidence due for removal is renamed to `.expired-<UUID>`.
+ *   At most 200 entries and 50 removals, shared by copies, leftovers and evidence.
  * finish (after commit): rename each confirmed copy to `.expired-<UUID>` and delete it,
  *   delete the expired evidence and leftovers, remove emptied `continuity-breaks` folders.
  *   The rest of the session directory, its control-plane state included, is never touched.
+ *   Whatever another job moved first is reported `vanished`, never a failed batch.
  */
 import { rmdir } from "node:fs/promises";
 import path from "node:path";
