@@ -51,7 +51,8 @@ export async function openBench(env: Record<string, string> = {}): Promise<Bench
   const instanceRoot = await mkdtemp(path.join(tmpdir(), "reclaim-bench-"));
   const configs = new Map<DomainId, DomainControls>();
   for (const [id, domain] of domainRegistry) configs.set(id, domain.readConfig(env));
-  const queues = { syncSoon: () => undefined } as unknown as DeadlineQueues;
+  // No BullMQ here: what a job schedules stays in the ledger.
+  const queues = { syncSoon: () => undefined, syncManySoon: () => undefined } as unknown as DeadlineQueues;
   const deps = {
     db,
     queues,
@@ -112,3 +113,30 @@ export async function fullPass(bench: Bench, domain: DomainId, scope: string, dr
 }
 
 export const perSecond = (n: number, ms: number) => Math.round((n / ms) * 1000);
+
+export interface BatchQueries {
+  /** Entries the batch examined (its report's `checked`). */
+  entries: number;
+  queries: number;
+}
+
+/**
+ * The SQL statements of one batch must not grow with the entries in it (no N+1). Prints the
+ * measurements and the verdict; a batch of more entries that needs more statements, or
+ * batches that did not differ in size, fail the bench run (exit code 1).
+ */
+export function expectFlatQueries(what: string, batches: BatchQueries[]): void {
+  const sorted = [...batches].sort((a, b) => a.entries - b.entries);
+  const smallest = sorted[0]!;
+  const largest = sorted.at(-1)!;
+  const sized = largest.entries > smallest.entries;
+  const flat = sorted.every((b) => b.queries <= smallest.queries);
+  const verdict = !sized
+    ? "FAILED: the batches did not differ in size"
+    : flat
+      ? "ok, flat (no N+1)"
+      : "FAILED: grows with the batch (N+1)";
+  const measured = sorted.map((b) => `${b.entries} entries: ${b.queries} statements`).join("; ");
+  process.stdout.write(`queries per batch, ${what}: ${measured} -> ${verdict}\n`);
+  if (!sized || !flat) process.exitCode = 1;
+}

@@ -1,9 +1,11 @@
 /**
  * Native session backups at scale: 5,000 sessions (closed issues, finished runs, task
- * sessions, a failover copy each) across 50 companies. Prints entries evaluated per second
- * over a full diagnosis, against a same-run baseline (the bare filesystem survey of the
- * same copies), and the SQL statements of one expiring batch for two batch sizes: they
- * must not grow with the batch (no N+1).
+ * sessions, a failover copy each) across 50 companies, with their evidence: a
+ * continuity-break archive for every other session and a quarantine entry for every fifth,
+ * all due. Prints entries (sessions and evidence) evaluated per second over a full
+ * diagnosis, against a same-run baseline (the bare filesystem survey of the same copies and
+ * entries), and the SQL statements of one batch for two batch sizes, dry run and expiring:
+ * they must not grow with the batch (no N+1); if they do, the run fails (exit code 1).
  *
  *   npx tsx bench/domains/native-session-backups.ts
  */
@@ -12,16 +14,34 @@ import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { INSTANCE_SCOPE, treeStats } from "@reclaim/core";
 import { writeTree } from "@reclaim/testkit";
-import { fullPass, openBench, perSecond, type Bench } from "./harness";
+import { expectFlatQueries, fullPass, openBench, perSecond, type Bench } from "./harness";
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 5000);
 const COMPANIES = 50;
 const DAY = 24 * 3600_000;
 const ago = (days: number) => new Date(Date.now() - days * DAY);
+const SESSIONS_DIR = "runtime/paperclip-runner/durable-sessions";
 
-async function sessions(bench: Bench, root: string, count: number): Promise<string[]> {
-  const copies: string[] = [];
+interface Layout {
+  /** Every failover copy and evidence entry written: what the baseline surveys. */
+  trees: string[];
+  evidence: number;
+}
+
+/**
+ * `count` expirable sessions under `root`. `archiveEvery` / `quarantineEvery`: one
+ * continuity-break archive (in the session) / one quarantine entry per that many sessions
+ * (0: none), ten days old (due under the default seven-day window).
+ */
+async function sessions(
+  bench: Bench,
+  root: string,
+  count: number,
+  evidence: { archiveEvery: number; quarantineEvery: number },
+): Promise<Layout> {
+  const layout: Layout = { trees: [], evidence: 0 };
   const companies = Array.from({ length: COMPANIES }, () => randomUUID());
+  const sessionsRoot = path.join(root, SESSIONS_DIR);
   for (let start = 0; start < count; start += 500) {
     const issues = [];
     const runs = [];
@@ -40,7 +60,7 @@ async function sessions(bench: Bench, root: string, count: number): Promise<stri
         contextSnapshot: { issueId },
       });
       tasks.push({ companyId, taskKey: `issue:${issueId}`, sessionParams: { sessionId } });
-      const dir = path.join(root, "runtime/paperclip-runner/durable-sessions", scope);
+      const dir = path.join(sessionsRoot, scope);
       await mkdir(dir, { recursive: true });
       await writeFile(path.join(dir, "control-plane.json"), JSON.stringify({ companyId, sessionId }));
       const copy = path.join(dir, "failover-backups", "current");
@@ -49,46 +69,75 @@ async function sessions(bench: Bench, root: string, count: number): Promise<stri
         { "manifest.json": "{}", "runner/runner-state.json": "{}", "codex-home/sessions/t.jsonl": 4096 },
         ago(9),
       );
-      copies.push(copy);
+      layout.trees.push(copy);
+      const written = ago(10);
+      if (evidence.archiveEvery > 0 && i % evidence.archiveEvery === 0) {
+        const archive = path.join(dir, "continuity-breaks", `${written.getTime()}-${randomUUID()}`);
+        await writeTree(archive, { "codex-home/thread.jsonl": 4096 }, written);
+        layout.trees.push(archive);
+        layout.evidence += 1;
+      }
+      if (evidence.quarantineEvery > 0 && i % evidence.quarantineEvery === 0) {
+        const name = `${scope}.authority_lost.${written.getTime()}.4242.${randomUUID()}`;
+        const entry = path.join(sessionsRoot, "quarantine", name);
+        await writeTree(entry, { "runner-state.json": 4096 }, written);
+        layout.trees.push(entry);
+        layout.evidence += 1;
+      }
     }
     await bench.db.issue.createMany({ data: issues });
     await bench.db.heartbeatRun.createMany({ data: runs });
     await bench.db.agentTaskSession.createMany({ data: tasks });
   }
-  return copies;
+  return layout;
 }
 
 async function main() {
-  const bench = await openBench();
+  // The liveness report must stay fresh for the whole run (it is read by every batch).
+  const bench = await openBench({ RECLAIM_LIVENESS_MAX_AGE_SECONDS: "86400" });
   try {
+    const now = new Date();
     await bench.db.reclaimNativeSessionLiveness.create({
-      data: { sessions: [], reportedAt: new Date(Date.now() + DAY), receivedAt: new Date() },
+      data: { sessions: [], reportedAt: now, receivedAt: now },
     });
-    process.stdout.write(`setting up ${SESSIONS} sessions...\n`);
-    const copies = await sessions(bench, bench.instanceRoot, SESSIONS);
+    process.stdout.write(`setting up ${SESSIONS} sessions with their evidence...\n`);
+    const layout = await sessions(bench, bench.instanceRoot, SESSIONS, {
+      archiveEvery: 2,
+      quarantineEvery: 5,
+    });
 
     const baselineStart = process.hrtime.bigint();
-    for (const copy of copies) await treeStats(copy);
+    for (const tree of layout.trees) await treeStats(tree);
     const baselineMs = Number(process.hrtime.bigint() - baselineStart) / 1e6;
 
     const pass = await fullPass(bench, "native-session-backups", INSTANCE_SCOPE, true);
     const rate = perSecond(pass.checked, pass.ms);
-    const baseline = perSecond(copies.length, baselineMs);
+    const baseline = perSecond(layout.trees.length, baselineMs);
     process.stdout.write(
-      `diagnosis (dry run): ${pass.checked} sessions in ${pass.batches} batches, ${pass.ms.toFixed(0)} ms: ${rate} entries/s\n` +
+      `diagnosis (dry run): ${pass.checked} entries (${SESSIONS} sessions, ${layout.evidence} evidence) in ${pass.batches} batches, ${pass.ms.toFixed(0)} ms: ${rate} entries/s\n` +
         `baseline (filesystem survey only): ${baseline} entries/s; ratio ${(rate / baseline).toFixed(2)}\n`,
     );
 
-    // Queries per expiring batch: 20 sessions and 50 (the removal cap), all of which expire.
-    for (const size of [20, 50]) {
-      const root = path.join(bench.instanceRoot, `batch-${size}`);
-      await sessions(bench, root, size);
-      const { report, queries } = await bench.run("native-session-backups", INSTANCE_SCOPE, {
-        instanceRoot: root,
-      });
-      process.stdout.write(
-        `batch of ${report.checked} sessions (${report.removed} expired): ${queries} SQL statements (job pipeline included)\n`,
-      );
+    // Queries per batch, each session with a continuity-break archive due:
+    //   dry run:   25 and 100 sessions (50 and 200 entries, the entry limit);
+    //   expiring:  10 and 25 sessions (20 and 50 removals, the removal limit).
+    const sizes = { dryRun: [25, 100], expiring: [10, 25] };
+    for (const dryRun of [true, false]) {
+      const batches = [];
+      for (const size of dryRun ? sizes.dryRun : sizes.expiring) {
+        const root = path.join(bench.instanceRoot, `batch-${dryRun ? "dry" : "real"}-${size}`);
+        await sessions(bench, root, size, { archiveEvery: 1, quarantineEvery: 0 });
+        const { report, queries } = await bench.run("native-session-backups", INSTANCE_SCOPE, {
+          instanceRoot: root,
+          dryRun,
+        });
+        if (report.error) throw new Error(report.error);
+        batches.push({ entries: report.checked, queries });
+        process.stdout.write(
+          `${dryRun ? "dry-run" : "expiring"} batch of ${report.checked} entries (${report.candidates} candidates, ${report.removed} removed): ${queries} SQL statements (job pipeline included)\n`,
+        );
+      }
+      expectFlatQueries(dryRun ? "dry run" : "expiring", batches);
     }
   } finally {
     await bench.close();

@@ -2,7 +2,8 @@
  * Skill version caches at scale: 10,000 cached versions across 100 companies (10 skills of
  * 10 versions each). Prints entries evaluated per second over a full diagnosis, against a
  * same-run baseline (the bare filesystem survey of the same directories), and the SQL
- * statements of one batch for two batch sizes: they must not grow with the batch (no N+1).
+ * statements of one batch for two batch sizes, dry run and evicting: they must not grow with
+ * the batch (no N+1); if they do, the run fails (exit code 1).
  *
  *   npx tsx bench/domains/skill-version-caches.ts
  */
@@ -10,7 +11,7 @@ import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { treeStats } from "@reclaim/core";
 import { writeTree } from "@reclaim/testkit";
-import { fullPass, openBench, perSecond, type Bench } from "./harness";
+import { expectFlatQueries, fullPass, openBench, perSecond, type Bench } from "./harness";
 
 const COMPANIES = Number(process.env.BENCH_COMPANIES ?? 100);
 const SKILLS = 10;
@@ -87,13 +88,20 @@ async function main() {
         `baseline (filesystem survey only): ${baseline} entries/s; ratio ${(rate / baseline).toFixed(2)}\n`,
     );
 
-    // Queries per batch, evicting for real: a batch of 10 versions and a batch of 50.
-    for (const size of [10, 50]) {
-      const c = await company(bench, 1, size);
-      const { report, queries } = await bench.run("skill-version-caches", c.id);
-      process.stdout.write(
-        `batch of ${report.checked} versions (${report.removed} evicted): ${queries} SQL statements (job pipeline included)\n`,
-      );
+    // Queries per batch: a batch of 10 versions and one of 50 (the limit), as a dry-run
+    // diagnosis and evicting for real. The statements must not grow with the batch.
+    for (const dryRun of [true, false]) {
+      const batches = [];
+      for (const size of [10, 50]) {
+        const c = await company(bench, 1, size);
+        const { report, queries } = await bench.run("skill-version-caches", c.id, { dryRun });
+        if (report.error) throw new Error(report.error);
+        batches.push({ entries: report.checked, queries });
+        process.stdout.write(
+          `${dryRun ? "dry-run" : "evicting"} batch of ${report.checked} versions (${report.candidates} candidates, ${report.removed} evicted): ${queries} SQL statements (job pipeline included)\n`,
+        );
+      }
+      expectFlatQueries(dryRun ? "dry run" : "evicting", batches);
     }
   } finally {
     await bench.close();

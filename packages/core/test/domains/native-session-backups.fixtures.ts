@@ -1,8 +1,10 @@
 /** Fixtures for native session backup tests: real session directories, real rows. */
+import { execFile } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
-import { mkdir, utimes, writeFile } from "node:fs/promises";
+import { chmod, mkdir, utimes, writeFile } from "node:fs/promises";
+import { promisify } from "node:util";
 import path from "node:path";
-import { daysAgo, writeTree, type Stack } from "@reclaim/testkit";
+import { daysAgo, startStack, writeTree, type Stack, type StackOptions } from "@reclaim/testkit";
 import { sweepDomain } from "@reclaim/testkit";
 
 export const DOMAIN = "native-session-backups";
@@ -143,4 +145,30 @@ export async function writeQuarantine(stack: Stack, scope: string, ageDays: numb
 
 export async function touch(target: string, at: Date): Promise<void> {
   await utimes(target, at, at);
+}
+
+/** Runs `fn` on an instance of its own (with a fresh liveness report), then stops it. */
+export async function withStack(options: StackOptions, fn: (stack: Stack) => Promise<void>): Promise<void> {
+  const own = await startStack(options);
+  try {
+    await reportLive(own);
+    await fn(own);
+  } finally {
+    await own.stop();
+  }
+}
+
+/** A stack with `variable` set to `value` does not start, and says which variable is wrong. */
+export async function expectRefused(variable: string, value: string): Promise<void> {
+  await expect(startStack({ env: { [variable]: value } })).rejects.toThrow(variable);
+}
+
+/**
+ * Makes `file` impossible to delete (or allows it again), so the removal of the tree it is
+ * in fails as it would on a read-only or busy filesystem: the immutable attribute as root
+ * (root ignores permissions), a read-only parent directory otherwise.
+ */
+export async function setDeletable(file: string, deletable: boolean): Promise<void> {
+  if (process.getuid?.() === 0) await promisify(execFile)("chattr", [deletable ? "-i" : "+i", file]);
+  else await chmod(path.dirname(file), deletable ? 0o755 : 0o555);
 }

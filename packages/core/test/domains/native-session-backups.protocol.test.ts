@@ -7,7 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-import { readdir, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { FaultPoints, INSTANCE_SCOPE, InjectedFault, type BatchReport } from "@reclaim/core";
 import { daysAgo, startStack, waitFor, writeTree, type Stack } from "@reclaim/testkit";
@@ -19,8 +19,13 @@ import {
   newScope,
   outcomeOf,
   reportLive,
+  type Report,
+  type SessionFixture,
+  SESSIONS,
+  withStack,
   sessionDir,
   sessionsRoot,
+  setDeletable,
   sweep,
   touch,
   writeArchive,
@@ -35,6 +40,11 @@ const crash = () => {
   throw new InjectedFault("test");
 };
 const POINTS = [
+  "surveyed",
+  "before-leftover-rename",
+  "before-expired-rename",
+  "after-superseded-rename",
+  "final-check",
   "after-retiring-rename",
   "after-expired-rename",
   "after-evidence-rename",
@@ -62,26 +72,26 @@ afterEach(() => armed.clear());
 
 const backups = (scope: string) => readdir(path.join(sessionDir(stack, scope), "failover-backups"));
 const named = (names: string[], prefix: string) => names.filter((n) => n.startsWith(prefix));
+const taskSessionOf = (s: SessionFixture) =>
+  stack.db.agentTaskSession.findUnique({ where: { id: s.taskSessionId } });
 
 /**
  * Runs the instance deadline job for `reason` now; returns the reports of it and of the
  * continuations it asked for (oldest first), once nothing is due any more.
  */
-async function deadline(reason: string, count = 1): Promise<BatchReport[]> {
+async function deadline(reason: string, count = 1, on: Stack = stack): Promise<BatchReport[]> {
   const since = new Date();
-  await stack.scheduler.deps.queues.request([
-    { domain: DOMAIN, scope: INSTANCE_SCOPE, reason, dueAt: since },
-  ]);
+  await on.scheduler.deps.queues.request([{ domain: DOMAIN, scope: INSTANCE_SCOPE, reason, dueAt: since }]);
   const mine = (rs: BatchReport[]) =>
     rs.filter((r) => r.companyId === null && new Date(r.startedAt) >= since);
   await waitFor(async () => {
-    const reports = mine(await stack.waitForReports(DOMAIN, () => true));
-    const pending = await stack.db.reclaimDeadline.count({
+    const reports = mine(await on.waitForReports(DOMAIN, () => true));
+    const pending = await on.db.reclaimDeadline.count({
       where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, dueAt: { lte: new Date() } },
     });
     return reports.length >= count && pending === 0 ? true : null;
   });
-  return mine(await stack.waitForReports(DOMAIN, () => true)).reverse();
+  return mine(await on.waitForReports(DOMAIN, () => true)).reverse();
 }
 
 describe("the expiry protocol", () => {
@@ -93,7 +103,7 @@ describe("the expiry protocol", () => {
     expect(named(await backups(s.scope), ".retiring-")).toHaveLength(1);
     expect(existsSync(currentDir(stack, s.scope))).toBe(false);
     // The transaction rolled back: the task session is still there.
-    expect(await stack.db.agentTaskSession.findUnique({ where: { id: s.taskSessionId } })).not.toBeNull();
+    expect(await taskSessionOf(s)).not.toBeNull();
 
     const restored = await sweep(stack, null);
     expect(outcomeOf(restored, copyId(s.scope))).toBe("unconfirmed_copy_restored");
@@ -101,7 +111,7 @@ describe("the expiry protocol", () => {
 
     const expired = await sweep(stack, null);
     expect(outcomeOf(expired, copyId(s.scope))).toBe("removed");
-    expect(await stack.db.agentTaskSession.findUnique({ where: { id: s.taskSessionId } })).toBeNull();
+    expect(await taskSessionOf(s)).toBeNull();
   });
 
   it("a run of the session that appears before the final check undoes the rename and keeps the task session", async () => {
@@ -114,7 +124,7 @@ describe("the expiry protocol", () => {
     const report = await sweep(stack, null);
     expect(outcomeOf(report, copyId(s.scope))).toBe("run_appeared");
     expect(await backups(s.scope)).toEqual(["current"]);
-    expect(await stack.db.agentTaskSession.findUnique({ where: { id: s.taskSessionId } })).not.toBeNull();
+    expect(await taskSessionOf(s)).not.toBeNull();
   });
 
   it("a crash after the rename to .expired (decision committed): the next sweep finishes the deletion", async () => {
@@ -123,11 +133,90 @@ describe("the expiry protocol", () => {
     const crashed = await sweep(stack, null);
     expect(crashed.error).toMatch(/injected fault/);
     expect(named(await backups(s.scope), ".expired-")).toHaveLength(1);
-    expect(await stack.db.agentTaskSession.findUnique({ where: { id: s.taskSessionId } })).toBeNull();
+    expect(await taskSessionOf(s)).toBeNull();
     const next = await sweep(stack, null);
     const finished = next.entries.find((e) => e.reason === "interrupted_deletion" && e.id.includes(s.scope));
     expect(finished?.outcome).toBe("removed");
     expect(await backups(s.scope)).toEqual([]);
+  });
+
+  it("with no current, the newest .retiring copy (by write time) is restored and the others are superseded", async () => {
+    const s = await closedSession(stack);
+    const dir = path.join(sessionDir(stack, s.scope), "failover-backups");
+    await rm(currentDir(stack, s.scope), { recursive: true });
+    // Named so that the older copy sorts first.
+    const older = ".retiring-00000000-0000-4000-8000-000000000000";
+    const newer = ".retiring-ffffffff-ffff-4fff-bfff-ffffffffffff";
+    await writeTree(path.join(dir, older), { "manifest.json": "older" }, daysAgo(20));
+    await writeTree(path.join(dir, newer), { "manifest.json": "newer" }, daysAgo(9));
+    const report = await sweep(stack, null);
+    expect(outcomeOf(report, copyId(s.scope))).toBe("unconfirmed_copy_restored");
+    const dropped = report.entries.find((e) => e.id.endsWith(`/${older}`));
+    expect(dropped).toMatchObject({ outcome: "removed", reason: "superseded_by_newer_copy" });
+    expect(await backups(s.scope)).toEqual(["current"]);
+    expect(await readFile(path.join(currentDir(stack, s.scope), "manifest.json"), "utf8")).toBe("newer");
+  });
+
+  it("a final check that fails undoes the rename: the copy is current again and the task session kept", async () => {
+    const s = await closedSession(stack);
+    at("final-check", crash);
+    const failed = await sweep(stack, null);
+    expect(failed.error).toMatch(/injected fault/);
+    expect(await backups(s.scope)).toEqual(["current"]);
+    expect(await taskSessionOf(s)).not.toBeNull();
+  });
+
+  it("a crash after commit, before the .expired rename: the next sweep restores the copy, the one after expires it again", async () => {
+    const s = await closedSession(stack);
+    at("before-expired-rename", crash);
+    const crashed = await sweep(stack, null);
+    expect(crashed.error).toMatch(/injected fault/);
+    expect(named(await backups(s.scope), ".retiring-")).toHaveLength(1);
+    expect(await taskSessionOf(s)).toBeNull();
+    expect(outcomeOf(await sweep(stack, null), copyId(s.scope))).toBe("unconfirmed_copy_restored");
+    expect(await backups(s.scope)).toEqual(["current"]);
+    expect(outcomeOf(await sweep(stack, null), copyId(s.scope))).toBe("removed");
+    expect(await backups(s.scope)).toEqual([]);
+  });
+
+  it("a crash after restoring the newest unconfirmed copy: the next sweep drops the others and judges the restored one", async () => {
+    const s = await closedSession(stack);
+    const dir = path.join(sessionDir(stack, s.scope), "failover-backups");
+    const older = `.retiring-${randomUUID()}`;
+    await writeTree(path.join(dir, older), { "manifest.json": "older" }, daysAgo(20));
+    await rename(currentDir(stack, s.scope), path.join(dir, `.retiring-${randomUUID()}`));
+    at("after-restore-rename", crash);
+    const crashed = await sweep(stack, null);
+    expect(crashed.error).toMatch(/injected fault/);
+    expect((await backups(s.scope)).sort()).toEqual([older, "current"].sort());
+    const next = await sweep(stack, null);
+    expect(next.entries.find((e) => e.id.endsWith(`/${older}`))).toMatchObject({
+      outcome: "removed",
+      reason: "superseded_by_newer_copy",
+    });
+    expect(outcomeOf(next, copyId(s.scope))).toBe("removed");
+    expect(await backups(s.scope)).toEqual([]);
+  });
+
+  it("a crash after a superseded .retiring copy is renamed to .expired: the next sweep finishes its deletion", async () => {
+    const s = await closedSession(stack, { copyAgeDays: 1 });
+    const dir = path.join(sessionDir(stack, s.scope), "failover-backups");
+    await writeTree(path.join(dir, `.retiring-${randomUUID()}`), { "manifest.json": "{}" }, daysAgo(9));
+    at("after-superseded-rename", crash);
+    const crashed = await sweep(stack, null);
+    expect(crashed.error).toMatch(/injected fault/);
+    const [expired, ...others] = named(await backups(s.scope), ".expired-");
+    expect({ expired, others, retiring: named(await backups(s.scope), ".retiring-") }).toEqual({
+      expired: expect.any(String),
+      others: [],
+      retiring: [],
+    });
+    const next = await sweep(stack, null);
+    expect(next.entries.find((e) => e.id.endsWith(`/${expired}`))).toMatchObject({
+      outcome: "removed",
+      reason: "interrupted_deletion",
+    });
+    expect(await backups(s.scope)).toEqual(["current"]);
   });
 
   it("a .retiring copy is dropped when a newer current exists", async () => {
@@ -181,6 +270,79 @@ describe("evidence", () => {
     expect(outcomeOf(report, `runtime/paperclip-runner/durable-sessions/quarantine/${link}`)).toBe("symlink");
     expect(existsSync(path.join(target, "keep.txt"))).toBe(true);
     expect(existsSync(cleanup.dir) && existsSync(odd.dir)).toBe(true);
+  });
+
+  it("a symlinked session directory is never walked: archives and quarantine-like content in its target stay", async () => {
+    const old = daysAgo(30);
+    const target = path.join(stack.instanceRoot, `elsewhere-${randomUUID()}`);
+    const archive = `${old.getTime()}-${randomUUID()}`;
+    await writeTree(path.join(target, "continuity-breaks", archive), { "thread.jsonl": 1024 }, old);
+    const quarantined = `x.authority_lost.${old.getTime()}.1.${randomUUID()}`;
+    await writeTree(path.join(target, "quarantine", quarantined), { "runner-state.json": 1024 }, old);
+    const emptyTarget = path.join(stack.instanceRoot, `elsewhere-${randomUUID()}`);
+    await mkdir(path.join(emptyTarget, "continuity-breaks"), { recursive: true });
+    const [linked, linkedEmpty] = [newScope(), newScope()];
+    await mkdir(sessionsRoot(stack), { recursive: true });
+    await symlink(target, sessionDir(stack, linked));
+    await symlink(emptyTarget, sessionDir(stack, linkedEmpty));
+
+    const report = await sweep(stack, null);
+    expect(report.error).toBeNull();
+    const evidenceOf = (scope: string) =>
+      report.entries.filter((e) => e.id.startsWith(`${SESSIONS}/${scope}/c`));
+    expect([...evidenceOf(linked), ...evidenceOf(linkedEmpty)]).toEqual([]);
+    expect(await readdir(path.join(target, "continuity-breaks"))).toEqual([archive]);
+    expect(await readdir(path.join(target, "quarantine"))).toEqual([quarantined]);
+    expect(existsSync(path.join(emptyTarget, "continuity-breaks"))).toBe(true);
+  });
+
+  it("an already-empty continuity-breaks folder is removed; the session directory stays", async () => {
+    const scope = newScope();
+    const archives = path.join(sessionDir(stack, scope), "continuity-breaks");
+    await mkdir(archives, { recursive: true });
+    const report = await sweep(stack, null);
+    expect(report.error).toBeNull();
+    expect(existsSync(archives)).toBe(false);
+    expect(existsSync(sessionDir(stack, scope))).toBe(true);
+  });
+
+  it("is kept while liveness is unknown (no report, or one older than the maximum age)", async () => {
+    const entry = await writeQuarantine(stack, newScope(), 9);
+    try {
+      await stack.db.reclaimNativeSessionLiveness.deleteMany({});
+      expect(outcomeOf(await sweep(stack, null), entry.id)).toBe("liveness_unknown");
+      await reportLive(stack, [], new Date(Date.now() - 301_000));
+      expect(outcomeOf(await sweep(stack, null), entry.id)).toBe("liveness_unknown");
+      expect(existsSync(entry.dir)).toBe(true);
+    } finally {
+      await reportLive(stack);
+    }
+    expect(outcomeOf(await sweep(stack, null), entry.id)).toBe("removed");
+  });
+
+  it("is checked at start-up, and again at the next sweep after a failed removal", async () => {
+    await withStack({}, async (own) => {
+      const entry = await writeQuarantine(own, newScope(), 9);
+      const stuck = "runner-state.json";
+      const quarantine = path.join(sessionsRoot(own), "quarantine");
+      await setDeletable(path.join(entry.dir, stuck), false);
+      try {
+        const [startup] = await deadline("startup", 1, own);
+        const failed = (startup!.entries ?? []).find((e) => e.id === entry.id && e.outcome === "failed");
+        expect(failed?.reason).toBe("delete_failed");
+        const next = await own.db.reclaimDeadline.findFirst({
+          where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "evidence" },
+        });
+        expect(Math.abs(next!.dueAt.getTime() - (Date.now() + 3600_000))).toBeLessThan(60_000);
+      } finally {
+        for (const name of named(await readdir(quarantine), ".expired-"))
+          await setDeletable(path.join(quarantine, name, stuck), true);
+      }
+      const [again] = await deadline("evidence", 1, own);
+      const finished = (again!.entries ?? []).find((e) => e.reason === "interrupted_deletion");
+      expect(finished?.outcome).toBe("removed");
+      expect(await readdir(quarantine)).toEqual([]);
+    });
   });
 
   it("an entry whose epoch is in the future is aged by its modification time", async () => {
@@ -248,6 +410,111 @@ describe("evidence", () => {
   });
 });
 
+describe("an entry that vanishes between the survey and the step that uses it", () => {
+  const leftoverId = (scope: string, name: string) => `${SESSIONS}/${scope}/failover-backups/${name}`;
+  const retiringOf = (scope: string) =>
+    path.join(sessionDir(stack, scope), "failover-backups", `.retiring-${randomUUID()}`);
+
+  it("an evidence entry is reported vanished, and the rest of the batch goes on", async () => {
+    const gone = await writeQuarantine(stack, newScope(), 9);
+    const kept = await writeQuarantine(stack, newScope(), 9);
+    at("surveyed", () => rm(gone.dir, { recursive: true }));
+    const report = await sweep(stack, null);
+    expect(report.error).toBeNull();
+    expect(outcomeOf(report, gone.id)).toBe("vanished");
+    expect(outcomeOf(report, kept.id)).toBe("removed");
+  });
+
+  it("an unconfirmed .retiring copy that another job moved first is reported vanished, not restored", async () => {
+    const s = await closedSession(stack);
+    const retiring = retiringOf(s.scope);
+    await rename(currentDir(stack, s.scope), retiring);
+    const elsewhere = path.join(path.dirname(retiring), `.expired-${randomUUID()}`);
+    at("before-leftover-rename", () => rename(retiring, elsewhere));
+    const report = await sweep(stack, null);
+    expect(report.error).toBeNull();
+    expect(outcomeOf(report, leftoverId(s.scope, path.basename(retiring)))).toBe("vanished");
+    expect(existsSync(currentDir(stack, s.scope))).toBe(false);
+  });
+
+  it("a copy gone before its rename to .retiring is reported vanished; its task session stays", async () => {
+    const s = await closedSession(stack);
+    at("surveyed", () => rm(currentDir(stack, s.scope), { recursive: true }));
+    const report = await sweep(stack, null);
+    expect(report.error).toBeNull();
+    expect(outcomeOf(report, copyId(s.scope))).toBe("vanished");
+    expect(await taskSessionOf(s)).not.toBeNull();
+  });
+
+  it("a superseded .retiring copy is reported vanished", async () => {
+    const s = await closedSession(stack, { copyAgeDays: 1 });
+    const retiring = retiringOf(s.scope);
+    await writeTree(retiring, { "manifest.json": "{}" }, daysAgo(9));
+    at("before-leftover-rename", () => rm(retiring, { recursive: true }));
+    const report = await sweep(stack, null);
+    expect(report.error).toBeNull();
+    expect(outcomeOf(report, leftoverId(s.scope, path.basename(retiring)))).toBe("vanished");
+    expect(outcomeOf(report, copyId(s.scope))).toBe("copy_written_within_window");
+  });
+});
+
+describe("the instance lock", () => {
+  it("leaves one window: a committed copy restored by a concurrent sweep before its .expired rename is reported vanished, and expires again later", async () => {
+    const s = await closedSession(stack);
+    at("before-expired-rename", async () => {
+      const [retiring] = named(await backups(s.scope), ".retiring-");
+      await rename(
+        path.join(sessionDir(stack, s.scope), "failover-backups", retiring!),
+        currentDir(stack, s.scope),
+      );
+    });
+    const committed = await sweep(stack, null);
+    expect(committed.error).toBeNull();
+    expect(outcomeOf(committed, copyId(s.scope))).toBe("vanished");
+    expect(await taskSessionOf(s)).toBeNull();
+    expect(await backups(s.scope)).toEqual(["current"]);
+    expect(outcomeOf(await sweep(stack, null), copyId(s.scope))).toBe("removed");
+    expect(await backups(s.scope)).toEqual([]);
+  });
+
+  it("is taken by a company's requested sweep too: it waits while the instance job holds it", async () => {
+    const s = await closedSession(stack);
+    let release!: () => void;
+    const hold = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const instanceJob = stack.db.$transaction(
+      async (tx) => {
+        await tx.$queryRawUnsafe(
+          "SELECT pg_advisory_xact_lock(hashtext('reclaim.native-session-backups'), hashtext('instance'))::text",
+        );
+        locked();
+        await hold;
+      },
+      { timeout: 60_000 },
+    );
+    await isLocked;
+    let finished = false;
+    const swept = sweep(stack, s.companyId).then((report) => {
+      finished = true;
+      return report;
+    });
+    // Either the sweep waits for the lock, or (with a lock of its own) it finishes meanwhile.
+    await waitFor(async () => {
+      const rows = await stack.db.$queryRawUnsafe<{ n: number }[]>(
+        `SELECT count(*)::int AS n FROM pg_locks
+          WHERE locktype = 'advisory' AND NOT granted
+            AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+      );
+      return rows[0]!.n > 0 || finished ? true : null;
+    });
+    expect(finished).toBe(false);
+    release();
+    await instanceJob;
+    expect(outcomeOf(await swept, copyId(s.scope))).toBe("removed");
+  });
+});
+
 describe("deadlines", () => {
   it("the first sweep is due two minutes after readiness, and each sweep asks for the next in an hour", async () => {
     const startup = await stack.db.reclaimDeadline.findFirst({
@@ -273,6 +540,56 @@ describe("batches", () => {
     expect(first!.removed).toBe(50);
     expect(second!.removed).toBe(5);
     for (const s of made) expect(existsSync(currentDir(stack, s.scope))).toBe(false);
+  });
+
+  it("share the 50 removals between copies and evidence: evidence left without a removal is checked by the continuation", async () => {
+    await withStack({}, async (own) => {
+      for (let i = 0; i < 51; i++) await closedSession(own);
+      const entry = await writeQuarantine(own, newScope(), 9);
+      // Start-up makes both the session walk and the evidence check due.
+      const [first, second] = await deadline("startup", 2, own);
+      expect(first!.removed).toBe(50);
+      expect((first!.entries ?? []).some((e) => e.id === entry.id)).toBe(false);
+      expect(outcomeOf(second as Report, entry.id)).toBe("removed");
+      expect(second!.removed).toBe(2);
+      expect(existsSync(entry.dir)).toBe(false);
+    });
+  });
+
+  it("count leftovers toward the 50 removals: interrupted deletions past them wait for the continuation", async () => {
+    await withStack({}, async (own) => {
+      const s = await closedSession(own, { issueStatus: "in_progress" });
+      const dir = path.join(sessionDir(own, s.scope), "failover-backups");
+      for (let i = 0; i < 60; i++) await writeTree(path.join(dir, `.expired-${randomUUID()}`), { f: "x" });
+      const [first, second] = await deadline("hourly", 2, own);
+      expect(first!.removed).toBe(50);
+      expect(second!.removed).toBe(10);
+      expect(outcomeOf(second as Report, copyId(s.scope))).toBe("issue_open");
+      expect(await readdir(dir)).toEqual(["current"]);
+    });
+  });
+
+  it("page through evidence: every entry once, resuming inside a session's archives", async () => {
+    await withStack({}, async (own) => {
+      const ids: string[] = [];
+      for (const scope of [newScope(), newScope(), newScope()]) {
+        await writeState(own, scope, { companyId: randomUUID(), sessionId: "s" });
+        for (let i = 0; i < 90; i++) ids.push((await writeArchive(own, scope, 1)).id);
+      }
+      for (let i = 0; i < 30; i++) ids.push((await writeQuarantine(own, newScope(), 1)).id);
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const page = await sweep(own, null, { dryRun: true, ...(cursor ? { cursor } : {}) });
+        expect(page.checked).toBeLessThanOrEqual(200);
+        seen.push(...page.entries.filter((e) => e.reason === "within_retention").map((e) => e.id));
+        cursor = page.nextCursor ?? undefined;
+        pages += 1;
+      } while (cursor && pages < 5);
+      expect(pages).toBe(2);
+      expect(seen.sort()).toEqual(ids.sort());
+    });
   });
 
   it("check at most 200 entries, sessions and evidence together", async () => {

@@ -6,16 +6,22 @@ import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { createLogger, DAY_MS, TestClock } from "@reclaim/core";
 import { daysAgo, startStack, writeTree, type Stack } from "@reclaim/testkit";
 import {
   closedSession,
   copyId,
   currentDir,
+  DOMAIN,
   newScope,
   outcomeOf,
   reportLive,
   sessionDir,
   sweep,
+  withStack,
+  expectRefused,
+  writeArchive,
+  writeQuarantine,
   writeState,
 } from "./native-session-backups.fixtures";
 
@@ -50,6 +56,14 @@ describe("a copy expires", () => {
 
   it("when its issue was cancelled before the window", async () => {
     const s = await closedSession(stack, { issueStatus: "cancelled" });
+    expect(outcomeOf(await sweep(stack, null), copyId(s.scope))).toBe("removed");
+  });
+
+  it("when its runs' finalizations ended in terminal failure without recovery state", async () => {
+    const s = await closedSession(stack);
+    await stack.db.nativeRunFinalization.create({
+      data: { companyId: s.companyId, heartbeatRunId: s.runId, status: "terminal_failure" },
+    });
     expect(outcomeOf(await sweep(stack, null), copyId(s.scope))).toBe("removed");
   });
 
@@ -121,6 +135,10 @@ describe("a copy is kept", () => {
     ["a lease owner", { status: "committed", leaseOwner: "server-1" }],
     ["a scheduled retry", { status: "committed", scheduledRetryAt: new Date() }],
     ["status running", { status: "running" }],
+    [
+      "terminal failure with recovery state",
+      { status: "terminal_failure", recoveryState: { step: "retry" } },
+    ],
   ])("while a finalization of its runs has %s", async (_label, finalization) => {
     const s = await closedSession(stack);
     await stack.db.nativeRunFinalization.create({
@@ -199,6 +217,13 @@ describe("liveness in the Paperclip server", () => {
     },
   );
 
+  it("keeps the copy while the report says a cleanup activation is pending for the session", async () => {
+    const s = await closedSession(stack);
+    await reportLive(stack, [{ id: s.scope, state: "closing", cleanupPending: true }]);
+    await expectKept(s.scope, "cleanup_activation_pending");
+    await reportLive(stack);
+  });
+
   it("keeps the copy while a cleanup activation is pending in its directory", async () => {
     const pending = await closedSession(stack);
     const free = await closedSession(stack);
@@ -216,6 +241,26 @@ describe("liveness in the Paperclip server", () => {
     await expectKept(s.scope, "liveness_unknown");
     await reportLive(stack, [], new Date());
     expect(outcomeOf(await sweep(stack, null), copyId(s.scope))).toBe("removed");
+  });
+
+  it("a report dated in the future counts from when it was received: it goes stale, and correctly dated reports replace it", async () => {
+    const clock = new TestClock(Date.now());
+    const skewed = await startStack({ clock });
+    try {
+      // Only this test's sweeps run here: the start-up sweep must not come due when the clock moves.
+      await skewed.db.reclaimDeadline.deleteMany({ where: { domain: DOMAIN } });
+      const s = await closedSession(skewed);
+      const outcome = async () => outcomeOf(await sweep(skewed, null), copyId(s.scope));
+      // The Paperclip server's clock runs a day ahead.
+      await reportLive(skewed, [{ id: s.scope, state: "warm" }], new Date(clock.now().getTime() + DAY_MS));
+      expect(await outcome()).toBe("session_live");
+      clock.advance(301_000);
+      expect(await outcome()).toBe("liveness_unknown");
+      await reportLive(skewed, [], clock.now());
+      expect(await outcome()).toBe("removed");
+    } finally {
+      await skewed.stop();
+    }
   });
 
   it("an older report arriving late does not replace a newer one", async () => {
@@ -276,31 +321,68 @@ describe("dry run and company diagnosis", () => {
 
 describe("controls", () => {
   it("_DAYS sets the window (minimum 1)", async () => {
-    const tuned = await startStack({ env: { PAPERCLIP_NATIVE_HARNESS_BACKUP_EXPIRATION_DAYS: "2" } });
-    try {
-      await reportLive(tuned);
+    await withStack({ env: { PAPERCLIP_NATIVE_HARNESS_BACKUP_EXPIRATION_DAYS: "2" } }, async (tuned) => {
       const s = await closedSession(tuned, { issueClosedDaysAgo: 3, runFinishedDaysAgo: 3, copyAgeDays: 3 });
       expect(outcomeOf(await sweep(tuned, null), copyId(s.scope))).toBe("removed");
-    } finally {
-      await tuned.stop();
-    }
-    await expect(
-      startStack({ env: { PAPERCLIP_NATIVE_HARNESS_BACKUP_EXPIRATION_DAYS: "0" } }),
-    ).rejects.toThrow(/PAPERCLIP_NATIVE_HARNESS_BACKUP_EXPIRATION_DAYS/);
+    });
+    await expectRefused("PAPERCLIP_NATIVE_HARNESS_BACKUP_EXPIRATION_DAYS", "0");
+  });
+
+  it("PAPERCLIP_NATIVE_RUNNER_EVIDENCE_RETENTION_DAYS sets the evidence window (minimum 1)", async () => {
+    await withStack({ env: { PAPERCLIP_NATIVE_RUNNER_EVIDENCE_RETENTION_DAYS: "2" } }, async (tuned) => {
+      const scope = newScope();
+      const old = await writeQuarantine(tuned, scope, 3);
+      const young = await writeArchive(tuned, scope, 1);
+      const report = await sweep(tuned, null);
+      expect(outcomeOf(report, old.id)).toBe("removed");
+      expect(outcomeOf(report, young.id)).toBe("within_retention");
+    });
+    await expectRefused("PAPERCLIP_NATIVE_RUNNER_EVIDENCE_RETENTION_DAYS", "0");
+  });
+
+  it("_ENABLED=false stops expiry: no sweep is served or scheduled, copies and evidence stay", async () => {
+    await withStack({ env: { PAPERCLIP_NATIVE_HARNESS_BACKUP_EXPIRATION_ENABLED: "false" } }, async (off) => {
+      const s = await closedSession(off);
+      const entry = await writeQuarantine(off, s.scope, 30);
+      const response = await off.api("POST", "/v1/sweeps", { domain: DOMAIN, companyId: null });
+      expect(response.status).toBe(409);
+      expect(await off.db.reclaimDeadline.count({ where: { domain: DOMAIN } })).toBe(0);
+      expect(existsSync(currentDir(off, s.scope))).toBe(true);
+      expect(existsSync(entry.dir)).toBe(true);
+    });
   });
 
   it("_DRY_RUN reports candidates without deleting copies or task sessions", async () => {
-    const dry = await startStack({ env: { PAPERCLIP_NATIVE_HARNESS_BACKUP_EXPIRATION_DRY_RUN: "true" } });
-    try {
-      await reportLive(dry);
+    await withStack({ env: { PAPERCLIP_NATIVE_HARNESS_BACKUP_EXPIRATION_DRY_RUN: "true" } }, async (dry) => {
       const s = await closedSession(dry);
       const report = await sweep(dry, null);
       expect(report.dryRun).toBe(true);
       expect(outcomeOf(report, copyId(s.scope))).toBe("candidate");
       expect(existsSync(currentDir(dry, s.scope))).toBe(true);
       expect(await dry.db.agentTaskSession.findUnique({ where: { id: s.taskSessionId } })).not.toBeNull();
-    } finally {
-      await dry.stop();
-    }
+    });
+  });
+});
+
+describe("logs", () => {
+  it("each batch that finds candidates logs them with candidate and reclaimed bytes, cleared task sessions and skip reasons", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const log = createLogger("info", {}, (line) => lines.push(JSON.parse(line)));
+    await withStack({ log }, async (logged) => {
+      const gone = await closedSession(logged);
+      await closedSession(logged, { issueStatus: "in_progress" });
+      await sweep(logged, null);
+      const line = lines.find((l) => l.event === "native_session_backups.retention");
+      expect(line).toMatchObject({
+        dryRun: false,
+        candidates: [copyId(gone.scope)],
+        candidateBytes: expect.any(Number),
+        reclaimedBytes: expect.any(Number),
+        clearedTaskSessions: 1,
+        skipped: { issue_open: 1 },
+      });
+      expect(line!.candidateBytes).toBeGreaterThanOrEqual(64 * 1024);
+      expect(line!.reclaimedBytes).toBe(line!.candidateBytes);
+    });
   });
 });

@@ -6,15 +6,17 @@ import { writeTree, type Stack } from "@reclaim/testkit";
 import { sweepDomain } from "@reclaim/testkit";
 
 export const DOMAIN = "skill-version-caches";
+/** What the fixtures need of an instance: also what a stack's `seed` gets before it starts. */
+export type Instance = Pick<Stack, "db" | "instanceRoot">;
 const MINUTE = 60_000;
 
 export const minutesAgo = (minutes: number) => new Date(Date.now() - minutes * MINUTE);
 
-export function companyRoot(stack: Stack, companyId: string): string {
+export function companyRoot(stack: Instance, companyId: string): string {
   return path.join(stack.instanceRoot, "skills", companyId);
 }
 
-export function versionDir(stack: Stack, companyId: string, skillId: string, versionId: string): string {
+export function versionDir(stack: Instance, companyId: string, skillId: string, versionId: string): string {
   return path.join(companyRoot(stack, companyId), "__versions__", skillId, versionId);
 }
 
@@ -23,7 +25,7 @@ export const versionId = (companyId: string, skillId: string, version: string) =
 
 /** A materialized version (SKILL.md, a script, a 32 KiB asset), materialized `ageMinutes` ago. */
 export async function makeVersion(
-  stack: Stack,
+  stack: Instance,
   companyId: string,
   skillId: string,
   version: string,
@@ -39,7 +41,13 @@ export async function makeVersion(
 }
 
 /** Paperclip's last-use record for a version: its modification time is the last use. */
-export async function recordUse(stack: Stack, companyId: string, skillId: string, version: string, at: Date) {
+export async function recordUse(
+  stack: Instance,
+  companyId: string,
+  skillId: string,
+  version: string,
+  at: Date,
+) {
   const file = path.join(companyRoot(stack, companyId), "__version_access__", skillId, version);
   await mkdir(path.dirname(file), { recursive: true });
   await writeFile(file, "");
@@ -47,7 +55,7 @@ export async function recordUse(stack: Stack, companyId: string, skillId: string
 }
 
 /** The installation has been observed for long enough (a marker older than any grace window used here). */
-export async function observedSince(stack: Stack, companyId: string, at = minutesAgo(24 * 60)) {
+export async function observedSince(stack: Instance, companyId: string, at = minutesAgo(24 * 60)) {
   const file = path.join(companyRoot(stack, companyId), "__version_access__", ".observation-started");
   await mkdir(path.dirname(file), { recursive: true });
   await writeFile(file, "");
@@ -63,7 +71,7 @@ export interface SkillFixture {
 
 /** A skill with `count` versions (revision 1..count); `current` is the index of the current one, or null. */
 export async function insertSkill(
-  stack: Stack,
+  stack: Instance,
   companyId: string,
   count: number,
   current: number | null = count - 1,
@@ -81,7 +89,7 @@ export async function insertSkill(
 
 /** Rows plus a materialized, long-unused cache for every version. */
 export async function cachedSkill(
-  stack: Stack,
+  stack: Instance,
   companyId: string,
   count: number,
   current: number | null = count - 1,
@@ -91,7 +99,7 @@ export async function cachedSkill(
   return skill;
 }
 
-export async function insertRun(stack: Stack, companyId: string, status: string): Promise<string> {
+export async function insertRun(stack: Instance, companyId: string, status: string): Promise<string> {
   const run = await stack.db.heartbeatRun.create({
     data: {
       companyId,

@@ -6,17 +6,19 @@
  */
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, readdir, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { FaultPoints, INSTANCE_SCOPE, InjectedFault } from "@reclaim/core";
-import { startStack, waitFor, type Stack } from "@reclaim/testkit";
+import { startStack, waitFor, writeTree, type Stack } from "@reclaim/testkit";
 import {
   cachedSkill,
   companyRoot,
   DOMAIN,
   insertRun,
+  minutesAgo,
   observedSince,
   outcomeOf,
+  recordUse,
   sweep,
   versionDir,
 } from "./skill-version-caches.fixtures";
@@ -28,7 +30,7 @@ const at = (point: string, handler: Handler) => armed.set(`skill-version-caches.
 const crash = () => {
   throw new InjectedFault("test");
 };
-const points = ["entry-examined", "after-trash-rename", "before-trash-delete"].map(
+const points = ["listed", "entry-examined", "after-trash-rename", "before-trash-delete"].map(
   (p) => `skill-version-caches.${p}`,
 );
 
@@ -129,6 +131,50 @@ describe("batches", () => {
       cancelled: false,
       error: null,
     });
+  });
+});
+
+describe("an entry that changes between the survey and the rename", () => {
+  it("a version that vanishes after the listing is still in the diagnosis, as vanished", async () => {
+    const c = await company();
+    const skill = await cachedSkill(stack, c, 3);
+    const gone = skill.versions[0]!;
+    at("listed", () => rm(versionDir(stack, c, skill.skillId, gone), { recursive: true }));
+    const report = await sweep(stack, c, { dryRun: true });
+    expect(report.error).toBeNull();
+    expect(report.checked).toBe(3);
+    expect(outcomeOf(report, c, skill.skillId, gone)).toBe("vanished");
+  });
+
+  it("a directory replaced after the survey (another device+inode) is kept as directory_changed, and retried", async () => {
+    const c = await company();
+    const skill = await cachedSkill(stack, c, 2);
+    const version = skill.versions[0]!;
+    const dir = versionDir(stack, c, skill.skillId, version);
+    at("entry-examined", async () => {
+      // Rebuilt beside it, then moved into place: the same path, as old, another directory.
+      const rebuilt = `${dir}.rebuilt`;
+      await writeTree(rebuilt, { "SKILL.md": "# rebuilt" }, minutesAgo(180));
+      await rm(dir, { recursive: true });
+      await rename(rebuilt, dir);
+    });
+    const report = await sweep(stack, c);
+    expect(outcomeOf(report, c, skill.skillId, version)).toBe("directory_changed");
+    expect(existsSync(path.join(dir, "SKILL.md"))).toBe(true);
+    const retry = await stack.db.reclaimDeadline.findFirst({
+      where: { domain: DOMAIN, companyId: c, reason: "retry" },
+    });
+    expect(retry).not.toBeNull();
+  });
+
+  it("a last use recorded after the survey keeps the version (recently_used)", async () => {
+    const c = await company();
+    const skill = await cachedSkill(stack, c, 2);
+    const version = skill.versions[0]!;
+    at("entry-examined", () => recordUse(stack, c, skill.skillId, version, new Date()));
+    const report = await sweep(stack, c);
+    expect(outcomeOf(report, c, skill.skillId, version)).toBe("recently_used");
+    expect(existsSync(versionDir(stack, c, skill.skillId, version))).toBe(true);
   });
 });
 

@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, readdir, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { treeStats } from "@reclaim/core";
+import { createLogger, INSTANCE_SCOPE, treeStats } from "@reclaim/core";
 import { startStack, writeTree, type Stack } from "@reclaim/testkit";
 import {
   cachedSkill,
@@ -21,6 +21,9 @@ import {
   recordUse,
   sweep,
   versionDir,
+  versionId,
+  type Report,
+  type SkillFixture,
 } from "./skill-version-caches.fixtures";
 
 let stack: Stack;
@@ -72,6 +75,18 @@ describe("a cached version is evicted", () => {
 });
 
 describe("a cached version is kept", () => {
+  it("while its version row belongs to another skill or another company", async () => {
+    const c = await company();
+    const skill = await insertSkill(stack, c, 2);
+    const elsewhere = randomUUID();
+    await makeVersion(stack, c, elsewhere, skill.versions[0]!);
+    const foreign = await insertSkill(stack, randomUUID(), 2);
+    await makeVersion(stack, c, foreign.skillId, foreign.versions[0]!);
+    const report = await sweep(stack, c);
+    expect(outcomeOf(report, c, elsewhere, skill.versions[0]!)).toBe("version_row_mismatch");
+    expect(outcomeOf(report, c, foreign.skillId, foreign.versions[0]!)).toBe("version_row_mismatch");
+  });
+
   it("while it is its skill's current version", async () => {
     const c = await company();
     const skill = await cachedSkill(stack, c, 1);
@@ -301,6 +316,26 @@ describe("controls", () => {
     expect(outcomeOf(report, c, skill.skillId, r4)).toBe("newest_kept");
   });
 
+  it("_DRY_RUN reports candidates without evicting them or starting an observation period", async () => {
+    const dry = await startStack({ env: { PAPERCLIP_SKILL_VERSION_RETENTION_DRY_RUN: "true" } });
+    try {
+      const c = randomUUID();
+      await observedSince(dry, c);
+      const skill = await cachedSkill(dry, c, 2);
+      const report = await sweep(dry, c); // the request does not ask for a dry run
+      expect(report.dryRun).toBe(true);
+      expect(outcomeOf(report, c, skill.skillId, skill.versions[0]!)).toBe("candidate");
+      expect(existsSync(versionDir(dry, c, skill.skillId, skill.versions[0]!))).toBe(true);
+      const unobserved = randomUUID();
+      const fresh = await cachedSkill(dry, unobserved, 2);
+      const first = await sweep(dry, unobserved);
+      expect(outcomeOf(first, unobserved, fresh.skillId, fresh.versions[0]!)).toBe("observation_period");
+      expect(existsSync(path.join(companyRoot(dry, unobserved), "__version_access__"))).toBe(false);
+    } finally {
+      await dry.stop();
+    }
+  });
+
   it("_ENABLED=false serves no sweeps (the domain is off)", async () => {
     const off = await startStack({ env: { PAPERCLIP_SKILL_VERSION_RETENTION_ENABLED: "false" } });
     try {
@@ -308,6 +343,58 @@ describe("controls", () => {
       expect(response.status).toBe(409);
     } finally {
       await off.stop();
+    }
+  });
+});
+
+describe("start-up", () => {
+  it("the hourly sweep starts when the scheduler is ready: each company with caches is swept, the next sweep due in an hour", async () => {
+    const c = randomUUID();
+    let skill!: SkillFixture;
+    const started = await startStack({
+      seed: async (instance) => {
+        await observedSince(instance, c);
+        skill = await cachedSkill(instance, c, 2);
+      },
+    });
+    try {
+      const reports = await started.waitForReports(DOMAIN, (rs) => rs.some((r) => r.companyId === c));
+      const report = reports.find((r) => r.companyId === c) as Report;
+      expect(outcomeOf(report, c, skill.skillId, skill.versions[0]!)).toBe("removed");
+      const hourly = await started.db.reclaimDeadline.findFirst({
+        where: { domain: DOMAIN, companyId: INSTANCE_SCOPE, reason: "hourly" },
+      });
+      expect(Math.abs(hourly!.dueAt.getTime() - (Date.now() + 3600_000))).toBeLessThan(60_000);
+    } finally {
+      await started.stop();
+    }
+  });
+});
+
+describe("logs", () => {
+  it("each batch that finds candidates logs them with candidate and reclaimed bytes, evictions and skip reasons", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logged = await startStack({
+      log: createLogger("info", {}, (line) => lines.push(JSON.parse(line))),
+    });
+    try {
+      const c = randomUUID();
+      await observedSince(logged, c);
+      const skill = await cachedSkill(logged, c, 2);
+      await sweep(logged, c);
+      const line = lines.find((l) => l.event === "skill_version_caches.retention" && l.companyId === c);
+      expect(line).toMatchObject({
+        dryRun: false,
+        candidates: [versionId(c, skill.skillId, skill.versions[0]!)],
+        candidateBytes: expect.any(Number),
+        reclaimedBytes: expect.any(Number),
+        evicted: 1,
+        skipped: { current_version: 1 },
+      });
+      expect(line!.candidateBytes).toBeGreaterThan(32 * 1024);
+      expect(line!.reclaimedBytes).toBe(line!.candidateBytes);
+    } finally {
+      await logged.stop();
     }
   });
 });

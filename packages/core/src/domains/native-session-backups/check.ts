@@ -1,28 +1,32 @@
 /**
  * One batch of native session backup expiration and evidence retention (instance scope;
- * a company-scoped requested sweep diagnoses that company's sessions only).
+ * a company-scoped requested sweep diagnoses that company's sessions only, under the same
+ * instance lock: the files are instance-wide).
  *
- * prepare (no lock): read the liveness report; survey up to 200 session directories from
- *   the session cursor (control-plane state, the `current` copy, leftovers); when the
- *   evidence check is due, survey evidence entries from the evidence cursor with what is
- *   left of the 200.
+ * prepare (no lock): read the liveness report; survey session directories from the session
+ *   cursor (control-plane state, the `current` copy, leftovers) until they and their
+ *   leftovers make 200 entries; when the evidence check is due, list and survey evidence
+ *   entries from the evidence cursor with what is left of the 200, counting the bytes of
+ *   those due for removal.
  * apply (the job's transaction): read the rows of every session still in question in one
- *   query; finish leftovers (restore an unconfirmed `.retiring-*` when `current` is missing,
- *   drop it when a newer `current` exists); lock the rows of the candidates and read them
- *   again; rename each copy that still expires to `.retiring-<UUID>`; check once more for a
- *   run of those sessions and undo the rename where one appeared (or the check failed);
- *   delete the agent task sessions of the confirmed ones. Evidence due for removal is
- *   renamed to `.expired-<UUID>`. At most 50 removals, leftovers included.
+ *   query; list each session's leftovers again and finish them (restore the newest
+ *   unconfirmed `.retiring-*` when `current` is missing, drop the others and any next to a
+ *   `current`); lock the rows of the candidates and read them again; rename each copy that
+ *   still expires to `.retiring-<UUID>`; check once more for a run of those sessions and
+ *   undo the rename where one appeared (or the check failed); delete the agent task
+ *   sessions of the confirmed ones. Evidence due for removal is renamed to `.expired-<UUID>`.
+ *   At most 200 entries and 50 removals, shared by copies, leftovers and evidence.
  * finish (after commit): rename each confirmed copy to `.expired-<UUID>` and delete it,
  *   delete the expired evidence and leftovers, remove emptied `continuity-breaks` folders.
  *   The rest of the session directory, its control-plane state included, is never touched.
+ *   Whatever another job moved first is reported `vanished`, never a failed batch.
  */
 import { rmdir } from "node:fs/promises";
 import path from "node:path";
 import { MINUTE_MS } from "../../clock";
 import type { Tx } from "../../db";
-import { removeRetired, retire, RetireRefused, treeStats, unretire } from "../../fs";
-import { INSTANCE_SCOPE } from "../../ledger";
+import { entryKind, removeRetired, retire, RetireRefused, unretire, type RetiredPrefix } from "../../fs";
+import { INSTANCE_SCOPE, type ReportEntry } from "../../ledger";
 import type { JobContext } from "../types";
 import {
   BACKUPS_DIR,
@@ -33,7 +37,13 @@ import {
   SWEEP_INTERVAL_MS,
   type NativeSessionBackupsConfig,
 } from "./config";
-import { listEvidence, surveyEvidence, type EvidenceEntry } from "./evidence";
+import {
+  countEvidenceBytes,
+  isRealDirPath,
+  listEvidence,
+  surveyEvidence,
+  type EvidenceEntry,
+} from "./evidence";
 import {
   deleteTaskSessions,
   lockSessionRows,
@@ -49,7 +59,15 @@ import {
   type Liveness,
   type SessionFacts,
 } from "./rules";
-import { listSessionNames, readControlPlaneState, surveySession, type SessionSurvey } from "./survey";
+import {
+  entriesOf,
+  listBackups,
+  listSessionNames,
+  readControlPlaneState,
+  surveyCopy,
+  surveySession,
+  type SessionSurvey,
+} from "./survey";
 
 type Ctx = JobContext<NativeSessionBackupsConfig>;
 
@@ -58,10 +76,12 @@ const RETRY_MS = 15 * MINUTE_MS;
 const SESSION_REASONS = new Set(["startup", "hourly", "retry"]);
 const EVIDENCE_REASONS = new Set(["startup", "evidence", "retry"]);
 /**
- * The evidence cursor of a check that is due but had no room in its batch: non-null, so
- * the continuation runs it, and before every key, so it starts from the beginning.
+ * The cursor of a walk that is due but handled nothing in its batch (no room left after the
+ * sessions, or every removal used before its first entry): non-null, so the continuation
+ * runs it, and before every key, so it starts from the beginning. A null cursor would say
+ * "not due" to the continuation, which claims only `continue`, and the walk would be lost.
  */
-const EVIDENCE_NOT_STARTED = "";
+const NOT_STARTED = "";
 
 export interface Prepared {
   root: string;
@@ -81,7 +101,9 @@ interface Deletion {
   path: string;
   companyId?: string | null;
   reason?: string;
-  /** The `continuity-breaks` folder it was in, to remove once empty. */
+  /** Evidence (or its leftover): a failed removal makes the evidence check due at the next sweep. */
+  evidence?: boolean;
+  /** The `continuity-breaks` folder it was in (relative to the root), to remove once empty. */
   archiveDir?: string;
 }
 
@@ -92,6 +114,7 @@ interface Expiring {
 }
 
 export interface Applied {
+  root: string;
   expiring: Expiring[];
   deletions: Deletion[];
   archiveDirs: string[];
@@ -99,6 +122,33 @@ export interface Applied {
 }
 
 const later = (ctx: Ctx, ms: number) => new Date(ctx.startedAt.getTime() + ms);
+
+/** Moved or deleted since it was read: by another job, the executor, or the Paperclip server. */
+const isGone = (error: unknown) =>
+  (error instanceof RetireRefused && error.reason === "missing") ||
+  (error as NodeJS.ErrnoException | null)?.code === "ENOENT";
+
+/**
+ * Renames an entry aside; null, with a skip in the report, when it cannot be: gone since it
+ * was read (`vanished`), or refused (`symlink`, `not_a_directory`). Never fails the batch
+ * for one entry; any other failure (I/O) is the batch's.
+ */
+async function retireOrSkip(
+  ctx: Ctx,
+  target: string,
+  prefix: RetiredPrefix,
+  id: string,
+  extra: Partial<ReportEntry> = {},
+): Promise<string | null> {
+  try {
+    return await retire(target, prefix);
+  } catch (error) {
+    if (isGone(error)) ctx.report.skip(id, "vanished", extra);
+    else if (error instanceof RetireRefused) ctx.report.skip(id, error.reason, extra);
+    else throw error;
+    return null;
+  }
+}
 
 /**
  * Ask for the next batch at once. Only a deadline job does: a requested sweep continues
@@ -127,25 +177,43 @@ async function startsFresh(ctx: Ctx, walk: "sessions" | "evidence"): Promise<boo
 async function walkSessions(ctx: Ctx, root: string, names: string[], budget: number) {
   const after = await ctx.readCursor("sessions");
   if (after === null && !(await startsFresh(ctx, "sessions")))
-    return { ran: false, sessions: [], more: false };
+    return { ran: false, sessions: [], entries: 0, more: false };
   const start = after === null ? 0 : names.findIndex((n) => n > after);
   const todo = start < 0 ? [] : names.slice(start);
   const sessions: SessionSurvey[] = [];
   let looked = 0;
+  let entries = 0;
   for (const name of todo) {
-    if (ctx.signal.aborted || sessions.length >= budget) break;
+    if (ctx.signal.aborted || entries >= budget) break;
     looked += 1;
     if (ctx.scope !== INSTANCE_SCOPE) {
       // A company's diagnosis: only the sessions its control-plane state assigns to it.
       const state = await readControlPlaneState(path.join(root, name));
       if (state.status !== "ok" || state.state.companyId !== ctx.scope) continue;
     }
-    sessions.push(await surveySession(root, name, ctx.signal));
+    const session = await surveySession(root, name, ctx.signal);
+    // Its leftovers count toward the batch's entries too.
+    entries += entriesOf(session);
+    sessions.push(session);
   }
-  return { ran: true, sessions, more: looked < todo.length, lastLooked: todo[looked - 1] };
+  return { ran: true, sessions, entries, more: looked < todo.length, lastLooked: todo[looked - 1] };
 }
 
 export async function prepare(ctx: Ctx): Promise<Prepared> {
+  const prepared = await survey(ctx);
+  // Between the survey and the lock: what the survey saw can change here (tests only).
+  await ctx.faults.hit("native-session-backups.surveyed");
+  return prepared;
+}
+
+/** Judged as apply will judge them, before any lock, to count only removable entries' bytes. */
+const evidenceJudge = (ctx: Ctx, liveness: Liveness) => ({
+  now: ctx.startedAt,
+  windowMs: ctx.config.evidenceWindowMs,
+  liveness,
+});
+
+async function survey(ctx: Ctx): Promise<Prepared> {
   const root = path.join(ctx.instanceRoot, SESSIONS_DIR);
   const liveness = livenessAt(
     await readLiveness(ctx.db),
@@ -171,22 +239,24 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
   const evidenceAfter = await ctx.readCursor("evidence");
   if (ctx.scope !== INSTANCE_SCOPE || (evidenceAfter === null && !(await startsFresh(ctx, "evidence"))))
     return prepared;
-  const room = LIMITS.entriesPerBatch - walked.sessions.length;
+  const room = LIMITS.entriesPerBatch - walked.entries;
   if (room <= 0 || ctx.signal.aborted) {
-    if (evidenceAfter === null) await ctx.writeCursor("evidence", EVIDENCE_NOT_STARTED);
+    if (evidenceAfter === null) await ctx.writeCursor("evidence", NOT_STARTED);
     continueNow(ctx);
     return prepared;
   }
-  const listing = await listEvidence(root, names);
-  const start = evidenceAfter === null ? 0 : listing.keys.findIndex((k) => k > evidenceAfter);
-  const slice = start < 0 ? [] : listing.keys.slice(start, start + room);
+  const listing = await listEvidence(root, names, evidenceAfter, room);
   const evidence: EvidenceEntry[] = [];
-  for (const key of slice) {
+  const judge = evidenceJudge(ctx, liveness);
+  for (const key of listing.keys) {
     if (ctx.signal.aborted) break;
-    evidence.push(await surveyEvidence(root, key));
+    const entry = await surveyEvidence(root, key);
+    const verdict = judgeEvidence(entry, judge);
+    // Byte counting stays outside the lock, and only for what is going to be removed.
+    evidence.push(verdict.remove && !verdict.leftover ? await countEvidenceBytes(entry, ctx.signal) : entry);
   }
   prepared.evidence = evidence;
-  prepared.evidenceMore = start >= 0 && start + evidence.length < listing.keys.length;
+  prepared.evidenceMore = listing.more || evidence.length < listing.keys.length;
   prepared.emptyArchiveDirs = listing.emptyArchiveDirs;
   return prepared;
 }
@@ -197,10 +267,30 @@ const inputs = (sessions: SessionSurvey[]) =>
   sessions.map(inputOf).filter((i): i is SessionInput => i !== null);
 const companyOf = (s: SessionSurvey) => (s.state.status === "ok" ? s.state.state.companyId : null);
 
+/**
+ * The batch's shared limits: 200 entries looked at (sessions, their leftovers, evidence
+ * entries) and 50 removals (copies, leftovers, evidence).
+ */
 class Batch {
+  entriesLeft: number = LIMITS.entriesPerBatch;
   removalsLeft: number = LIMITS.removalsPerBatch;
-  readonly applied: Applied = { expiring: [], deletions: [], archiveDirs: [], clearedTaskSessions: 0 };
-  constructor(readonly ctx: Ctx) {}
+  readonly applied: Applied;
+  constructor(
+    readonly ctx: Ctx,
+    root: string,
+  ) {
+    this.applied = { root, expiring: [], deletions: [], archiveDirs: [], clearedTaskSessions: 0 };
+  }
+
+  get full(): boolean {
+    return this.entriesLeft <= 0 || this.removalsLeft <= 0;
+  }
+
+  /** An entry is looked at: it counts toward `checked` and the 200. */
+  examine(): void {
+    this.entriesLeft -= 1;
+    this.ctx.report.examined();
+  }
 
   delete(item: Deletion): void {
     this.applied.deletions.push(item);
@@ -209,38 +299,82 @@ class Batch {
 }
 
 /**
- * `.retiring-*` and `.expired-*` left by an interrupted batch. Returns false when the
- * session is not judged in this batch (its copy was just restored, or is being replaced).
+ * The `.retiring-*` copy to put back when `current` is missing: the newest by when it was
+ * written (its newest entry, or its manifest's completedAt), not the first by name (a random
+ * UUID). Only a real directory is restored; null when there is none.
+ */
+async function newestCopy(retiring: string[]): Promise<string | null> {
+  let newest: { path: string; writtenAtMs: number } | null = null;
+  for (const candidate of retiring) {
+    const copy = await surveyCopy(candidate);
+    if (copy?.kind !== "directory") continue;
+    if (newest === null || copy.writtenAtMs > newest.writtenAtMs) newest = copy;
+  }
+  return newest?.path ?? null;
+}
+
+/**
+ * What happens to a session's `.retiring-*` and `.expired-*` left by an interrupted batch,
+ * each one an entry of the batch (and each deletion a removal):
+ *   judge       none left, or all done: judge the copy now;
+ *   wait        its copy was just restored, or moved by another job: judged by a later batch;
+ *   unfinished  the batch is full: the session comes first in the next one.
  * A dry run leaves them as they are.
  */
-async function finishLeftovers(batch: Batch, session: SessionSurvey): Promise<boolean> {
+async function finishLeftovers(
+  batch: Batch,
+  session: SessionSurvey,
+): Promise<"judge" | "wait" | "unfinished"> {
   const { ctx } = batch;
-  if (ctx.dryRun) return true;
+  if (ctx.dryRun || session.kind !== "directory") return "judge";
+  // Read again under the lock: another job may have finished, restored or dropped what the
+  // survey saw (its finish runs after its commit, outside the lock).
+  const backups = await listBackups(session.path);
   const companyId = companyOf(session);
   const leftover = (p: string) => rel(`${session.name}/${BACKUPS_DIR}/${path.basename(p)}`);
-  for (const expired of session.expired)
+  for (const expired of backups.expired) {
+    if (batch.full) return "unfinished";
+    batch.examine();
     batch.delete({ rel: leftover(expired), path: expired, companyId, reason: "interrupted_deletion" });
-  let stale = session.retiring;
-  let judge = true;
-  if (session.current === null && stale.length > 0) {
-    // Never confirmed, or confirmed but interrupted before `.expired`: put it back, and let
-    // a later batch decide again from what is there then.
-    const [first, ...rest] = stale;
-    if (await unretire(first!, path.join(session.path, BACKUPS_DIR, CURRENT))) {
-      await ctx.faults.hit("native-session-backups.after-restore-rename");
-      ctx.report.skip(copyRel(session.name), "unconfirmed_copy_restored", { companyId });
+  }
+  let superseded = backups.retiring;
+  const restore = backups.current ? null : await newestCopy(backups.retiring);
+  if (restore !== null) {
+    // Never confirmed, or confirmed but interrupted before `.expired`: the newest copy goes
+    // back, the others are superseded by it, and a later batch decides from what is there.
+    if (batch.full) return "unfinished";
+    batch.examine();
+    await ctx.faults.hit("native-session-backups.before-leftover-rename");
+    let restored: boolean;
+    try {
+      restored = await unretire(restore, path.join(session.path, BACKUPS_DIR, CURRENT));
+    } catch (error) {
+      if (!isGone(error)) throw error;
+      // Another job moved it first: none of the others is dropped (one may be the only copy).
+      ctx.report.skip(leftover(restore), "vanished", { companyId });
       continueNow(ctx);
+      return "wait";
     }
-    stale = rest;
-    judge = false;
+    continueNow(ctx);
+    // `current` was written meanwhile: every `.retiring-*` is superseded, at the next batch.
+    if (!restored) return "wait";
+    await ctx.faults.hit("native-session-backups.after-restore-rename");
+    ctx.report.skip(copyRel(session.name), "unconfirmed_copy_restored", { companyId });
+    superseded = backups.retiring.filter((p) => p !== restore);
   }
-  for (const superseded of stale) {
-    // A newer `current` exists. Renamed first, so an interrupted delete leaves an
-    // `.expired-*`, never a half-deleted `.retiring-*` that a later batch could restore.
-    const to = await retire(superseded, ".expired");
-    batch.delete({ rel: leftover(superseded), path: to, companyId, reason: "superseded_by_newer_copy" });
+  for (const stale of superseded) {
+    // A newer copy exists. Renamed first, so an interrupted delete leaves an `.expired-*`,
+    // never a half-deleted `.retiring-*` that a later batch could restore.
+    if (batch.full) return "unfinished";
+    batch.examine();
+    const id = leftover(stale);
+    await ctx.faults.hit("native-session-backups.before-leftover-rename");
+    const to = await retireOrSkip(ctx, stale, ".expired", id, { companyId });
+    if (to === null) continue;
+    await ctx.faults.hit("native-session-backups.after-superseded-rename");
+    batch.delete({ rel: id, path: to, companyId, reason: "superseded_by_newer_copy" });
   }
-  return judge;
+  return restore === null ? "judge" : "wait";
 }
 
 const sameRuns = (a: string[], b: string[]) => a.length === b.length && a.every((id, i) => id === b[i]);
@@ -253,11 +387,16 @@ async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): Promise
   let handled = 0;
 
   for (const session of prepared.sessions) {
-    if (ctx.signal.aborted || batch.removalsLeft <= 0) break;
+    if (ctx.signal.aborted || batch.full) break;
+    batch.examine();
+    const leftovers = await finishLeftovers(batch, session);
+    if (leftovers === "unfinished") break;
+    const verdict =
+      leftovers === "judge" ? judgeSession(session, facts.get(session.name) ?? null, judge) : null;
+    // Its copy would be the 51st removal: it comes first in the next batch.
+    if (verdict?.expire && !ctx.dryRun && batch.removalsLeft <= 0) break;
     handled += 1;
-    ctx.report.examined();
-    if (!(await finishLeftovers(batch, session))) continue;
-    const verdict = judgeSession(session, facts.get(session.name) ?? null, judge);
+    if (verdict === null) continue;
     if (!verdict.expire) {
       ctx.report.skip(copyRel(session.name), verdict.reason, {
         companyId: companyOf(session),
@@ -296,6 +435,10 @@ async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): Promise
       const to = await retire(session.current!.path, ".retiring", session.current!.identity ?? undefined);
       retiring.push({ session, path: to, facts: now });
     } catch (error) {
+      if (isGone(error)) {
+        ctx.report.skip(id, "vanished", { companyId });
+        continue;
+      }
       if (!(error instanceof RetireRefused)) {
         await undo(retiring);
         throw error;
@@ -312,6 +455,8 @@ async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): Promise
   // would look for `current`) undoes the rename; so does a check that fails.
   let final: Map<string, SessionFacts>;
   try {
+    // Part of the check: a fault here is the check failing (tests only).
+    await ctx.faults.hit("native-session-backups.final-check");
     final = await sessionFacts(tx, inputs(retiring.map((r) => r.session)));
   } catch (error) {
     await undo(retiring);
@@ -346,7 +491,8 @@ async function undo(items: { session: SessionSurvey; path: string }[]): Promise<
 function continueWalk(ctx: Ctx) {
   return async (name: string, handled: number, keys: string[], more: boolean, tx: Tx) => {
     if (handled < keys.length || more) {
-      await ctx.writeCursor(name, keys[handled - 1] ?? (await ctx.readCursor(name)), tx);
+      const last = keys[handled - 1] ?? (await ctx.readCursor(name)) ?? NOT_STARTED;
+      await ctx.writeCursor(name, last, tx);
       continueNow(ctx);
     } else {
       await ctx.writeCursor(name, null, tx);
@@ -356,17 +502,17 @@ function continueWalk(ctx: Ctx) {
 
 async function expireEvidence(batch: Batch, prepared: Prepared): Promise<number> {
   const { ctx } = batch;
-  const judge = { now: ctx.startedAt, windowMs: ctx.config.evidenceWindowMs, liveness: prepared.liveness };
+  const judge = evidenceJudge(ctx, prepared.liveness);
   let handled = 0;
   let nextDue: Date | null = null;
   let again = false;
   for (const entry of prepared.evidence ?? []) {
-    if (ctx.signal.aborted || batch.removalsLeft <= 0) break;
+    if (ctx.signal.aborted || batch.full) break;
     handled += 1;
-    ctx.report.examined();
+    batch.examine();
     const id = rel(entry.key);
-    const archiveDir =
-      entry.key.split("/")[1] === CONTINUITY_BREAKS_DIR ? path.dirname(entry.path) : undefined;
+    const folder = path.dirname(entry.key);
+    const archiveDir = entry.key.split("/")[1] === CONTINUITY_BREAKS_DIR ? folder : undefined;
     const verdict = judgeEvidence(entry, judge);
     if (!verdict.remove) {
       ctx.report.skip(id, verdict.reason);
@@ -374,20 +520,31 @@ async function expireEvidence(batch: Batch, prepared: Prepared): Promise<number>
       again ||= verdict.busy === true;
       continue;
     }
+    // The folders above it were real directories when listed; one replaced by a symlink
+    // since would take the rename or the delete into the link's target.
+    if (!(await isRealDirPath(prepared.root, folder))) {
+      ctx.report.skip(id, "symlink");
+      continue;
+    }
     if (verdict.leftover) {
       if (!ctx.dryRun)
-        batch.delete({ rel: id, path: entry.path, reason: "interrupted_deletion", archiveDir });
+        batch.delete({
+          rel: id,
+          path: entry.path,
+          reason: "interrupted_deletion",
+          evidence: true,
+          archiveDir,
+        });
       continue;
     }
-    ctx.report.candidate(id, (await treeStats(entry.path)).allocatedBytes);
-    if (ctx.dryRun) continue;
-    try {
-      batch.delete({ rel: id, path: await retire(entry.path, ".expired"), archiveDir });
-    } catch (error) {
-      if (!(error instanceof RetireRefused)) throw error;
-      if (error.reason !== "missing") ctx.report.skip(id, error.reason);
+    if (ctx.dryRun) {
+      ctx.report.candidate(id, entry.allocatedBytes);
       continue;
     }
+    const to = await retireOrSkip(ctx, entry.path, ".expired", id);
+    if (to === null) continue;
+    ctx.report.candidate(id, entry.allocatedBytes);
+    batch.delete({ rel: id, path: to, evidence: true, archiveDir });
     await ctx.faults.hit("native-session-backups.after-evidence-rename");
   }
   // Nothing polls: the oldest retained entry says when to look again; a busy session or
@@ -399,7 +556,7 @@ async function expireEvidence(batch: Batch, prepared: Prepared): Promise<number>
 }
 
 export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Applied> {
-  const batch = new Batch(ctx);
+  const batch = new Batch(ctx, prepared.root);
   const move = continueWalk(ctx);
   if (ctx.kind === "deadline" && ctx.scope === INSTANCE_SCOPE)
     ctx.deadlines.at("hourly", later(ctx, SWEEP_INTERVAL_MS));
@@ -421,38 +578,65 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
   return batch.applied;
 }
 
+/**
+ * Deletes a retired tree and reports it; true when it is gone. Already gone, or taken
+ * mid-way by another job's leftover pass: `vanished` (that job reports it). A failure
+ * leaves the retired name for a later batch: evidence at the next sweep, copies sooner.
+ */
+async function remove(ctx: Ctx, item: Deletion): Promise<boolean> {
+  const extra = {
+    ...(item.companyId !== undefined ? { companyId: item.companyId } : {}),
+    ...(item.reason ? { reason: item.reason } : {}),
+  };
+  let bytes: number | null;
+  try {
+    bytes = (await entryKind(item.path)) === "missing" ? null : await removeRetired(item.path);
+  } catch (error) {
+    if (!isGone(error)) {
+      ctx.report.failed(item.rel, "delete_failed", extra);
+      if (item.evidence) ctx.deadlines.at("evidence", later(ctx, SWEEP_INTERVAL_MS));
+      else ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+      return false;
+    }
+    bytes = null;
+  }
+  if (bytes === null) ctx.report.skip(item.rel, "vanished", extra);
+  else ctx.report.removedEntry(item.rel, bytes, extra);
+  return true;
+}
+
 export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
   for (const item of applied.expiring) {
+    // Committed, not yet `.expired`: a crash here leaves `.retiring-*` with no `current`.
+    await ctx.faults.hit("native-session-backups.before-expired-rename");
+    let expired: string;
     try {
-      const expired = await retire(item.retiring, ".expired");
-      await ctx.faults.hit("native-session-backups.after-expired-rename");
-      ctx.report.removedEntry(item.rel, await removeRetired(expired), { companyId: item.companyId });
+      expired = await retire(item.retiring, ".expired");
     } catch (error) {
-      if (error instanceof Error && error.name === "InjectedFault") throw error;
-      // The retired name stays; the next batch's leftover pass finishes it.
-      ctx.report.failed(item.rel, "delete_failed", { companyId: item.companyId });
-      ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+      if (isGone(error)) {
+        // A concurrent instance sweep restored it after this job committed (README: the
+        // one window left): nothing is lost, the restored copy expires again later.
+        ctx.report.skip(item.rel, "vanished", { companyId: item.companyId });
+      } else {
+        // `.retiring-*` stays, with no `current`: the next batch restores it and decides again.
+        ctx.report.failed(item.rel, "rename_failed", { companyId: item.companyId });
+        ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+      }
+      continue;
     }
+    // Outside any error handling: a crash here leaves `.expired-*` for the next batch.
+    await ctx.faults.hit("native-session-backups.after-expired-rename");
+    await remove(ctx, { rel: item.rel, path: expired, companyId: item.companyId });
   }
   const archiveDirs = new Set(applied.archiveDirs);
   for (const item of applied.deletions) {
-    try {
-      ctx.report.removedEntry(item.rel, await removeRetired(item.path), {
-        ...(item.companyId !== undefined ? { companyId: item.companyId } : {}),
-        ...(item.reason ? { reason: item.reason } : {}),
-      });
-      if (item.archiveDir) archiveDirs.add(item.archiveDir);
-    } catch {
-      ctx.report.failed(item.rel, "delete_failed");
-      // Evidence is looked at again on the next sweep after a failed removal; copies retry.
-      const evidence = item.archiveDir !== undefined || item.rel.includes("/quarantine/");
-      if (evidence) ctx.deadlines.at("evidence", later(ctx, SWEEP_INTERVAL_MS));
-      else ctx.deadlines.at("retry", later(ctx, RETRY_MS));
-    }
+    if ((await remove(ctx, item)) && item.archiveDir) archiveDirs.add(item.archiveDir);
   }
   for (const dir of archiveDirs) {
-    // Only an empty folder goes; anything written into it meanwhile keeps it.
-    await rmdir(dir).catch(() => undefined);
+    // Only an empty folder of a real session directory goes; anything written into it
+    // meanwhile keeps it.
+    if (await isRealDirPath(applied.root, dir))
+      await rmdir(path.join(applied.root, dir)).catch(() => undefined);
   }
   if (ctx.report.candidates > 0 || ctx.report.removed > 0) {
     ctx.log.info("native session backups", {

@@ -1,6 +1,8 @@
 /**
  * The evidence native sessions leave under the sessions root, read from the filesystem
- * only (this part never queries the database):
+ * only (this part never queries the database), never through a symlink: a session
+ * directory, `continuity-breaks` or `quarantine` that is a link is not walked at all, and
+ * the directories above an entry are checked again right before it is renamed.
  *   <session>/continuity-breaks/<epoch ms>-<UUID>/           nothing reads these again
  *   quarantine/<session>.<reason>.<epoch ms>.<pid>.<UUID>/   recovery and failed-run retry consult these
  *   quarantine/<session>.identity_indeterminate.cleanup.<UUID>  native cleanup's, referenced from recovery history: kept
@@ -8,7 +10,7 @@
  */
 import { lstat, readdir } from "node:fs/promises";
 import path from "node:path";
-import { entryKind, retiredPrefixOf, type EntryKind } from "../../fs";
+import { entryKind, retiredPrefixOf, treeStats, type EntryKind } from "../../fs";
 import { CONTINUITY_BREAKS_DIR, QUARANTINE_DIR } from "./config";
 
 const UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
@@ -49,6 +51,8 @@ export interface EvidenceEntry {
   name: EvidenceName;
   kind: EntryKind;
   mtimeMs: number;
+  /** Allocated bytes, counted in the survey (outside the lock) for entries due for removal. */
+  allocatedBytes: number;
 }
 
 async function names(dir: string): Promise<string[] | null> {
@@ -61,26 +65,72 @@ async function names(dir: string): Promise<string[] | null> {
   }
 }
 
+/**
+ * Whether `rel` (relative to `root`) is a real directory and so is every directory on the
+ * way to it: lstat checks only the last component of a path, so a symlinked session
+ * directory would otherwise lead a walk, a rename or an rmdir into the link's target.
+ */
+export async function isRealDirPath(root: string, rel: string): Promise<boolean> {
+  let at = root;
+  for (const part of rel.split("/")) {
+    at = path.join(at, part);
+    if ((await entryKind(at)) !== "directory") return false;
+  }
+  return true;
+}
+
 export interface EvidenceListing {
-  /** Every entry key, sorted. */
+  /** Up to `limit` entry keys after the cursor, in walk order. */
   keys: string[];
-  /** `<session>/continuity-breaks` folders that are already empty. */
+  /** Entries beyond these. */
+  more: boolean;
+  /** `<session>/continuity-breaks` folders walked that are already empty (relative to the root). */
   emptyArchiveDirs: string[];
 }
 
-export async function listEvidence(root: string, sessions: string[]): Promise<EvidenceListing> {
-  const keys: string[] = [];
-  const emptyArchiveDirs: string[] = [];
-  for (const session of sessions) {
-    const dir = path.join(session, CONTINUITY_BREAKS_DIR);
-    const found = await names(path.join(root, dir));
+/**
+ * The walk's next `limit` entries after `after` (a key it returned, or null/"" for the
+ * start): the sessions' archives, session by session in the order of `sessions` (sorted),
+ * then the quarantine entries. Only the folders from the cursor on are read, so a batch
+ * costs what it lists, not the whole tree.
+ */
+export async function listEvidence(
+  root: string,
+  sessions: string[],
+  after: string | null,
+  limit: number,
+): Promise<EvidenceListing> {
+  const listing: EvidenceListing = { keys: [], more: false, emptyArchiveDirs: [] };
+  // Where the cursor is: in a session's archives, or (`quarantine/...`) in quarantine.
+  const cut = after?.lastIndexOf("/") ?? -1;
+  const afterFolder = cut < 0 ? "" : after!.slice(0, cut);
+  const afterName = cut < 0 ? "" : after!.slice(cut + 1);
+  const inQuarantine = afterFolder === QUARANTINE_DIR;
+  const afterSession = afterFolder.split("/")[0]!;
+  /** Adds the names of `folder` after the cursor; false once the listing is full. */
+  const add = (folder: string, found: string[]): boolean => {
+    for (const name of found.sort()) {
+      if (folder === afterFolder && name <= afterName) continue;
+      if (listing.keys.length === limit) {
+        listing.more = true;
+        return false;
+      }
+      listing.keys.push(`${folder}/${name}`);
+    }
+    return true;
+  };
+  for (const session of inQuarantine ? [] : sessions) {
+    if (session < afterSession) continue;
+    // A symlinked session directory is never walked: what it points at is not this session's.
+    if (!(await isRealDirPath(root, session))) continue;
+    const folder = `${session}/${CONTINUITY_BREAKS_DIR}`;
+    const found = await names(path.join(root, folder));
     if (found === null) continue;
-    if (found.length === 0) emptyArchiveDirs.push(path.join(root, dir));
-    for (const name of found) keys.push(`${dir}/${name}`);
+    if (found.length === 0) listing.emptyArchiveDirs.push(folder);
+    if (!add(folder, found)) return listing;
   }
-  for (const name of (await names(path.join(root, QUARANTINE_DIR))) ?? [])
-    keys.push(`${QUARANTINE_DIR}/${name}`);
-  return { keys: keys.sort(), emptyArchiveDirs };
+  add(QUARANTINE_DIR, (await names(path.join(root, QUARANTINE_DIR))) ?? []);
+  return listing;
 }
 
 export async function surveyEvidence(root: string, key: string): Promise<EvidenceEntry> {
@@ -91,7 +141,29 @@ export async function surveyEvidence(root: string, key: string): Promise<Evidenc
     parts[0] === QUARANTINE_DIR && parts.length === 2
       ? parseEvidenceName("quarantine", name)
       : parseEvidenceName("continuity_break", name, parts[0]);
-  const kind = await entryKind(full);
-  const mtimeMs = kind === "missing" ? 0 : (await lstat(full)).mtimeMs;
-  return { key, path: full, name: parsed, kind, mtimeMs };
+  try {
+    const stat = await lstat(full);
+    const kind: EntryKind = stat.isSymbolicLink()
+      ? "symlink"
+      : stat.isDirectory()
+        ? "directory"
+        : stat.isFile()
+          ? "file"
+          : "other";
+    return { key, path: full, name: parsed, kind, mtimeMs: stat.mtimeMs, allocatedBytes: 0 };
+  } catch (error) {
+    // Gone since it was listed (another job, the executor): reported as `vanished`.
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    return { key, path: full, name: parsed, kind: "missing", mtimeMs: 0, allocatedBytes: 0 };
+  }
+}
+
+/** The entry with its allocated bytes, or `missing` when it vanished while they were counted. */
+export async function countEvidenceBytes(entry: EvidenceEntry, signal?: AbortSignal): Promise<EvidenceEntry> {
+  try {
+    return { ...entry, allocatedBytes: (await treeStats(entry.path, signal)).allocatedBytes };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    return { ...entry, kind: "missing" };
+  }
 }

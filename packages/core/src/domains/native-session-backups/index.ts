@@ -1,3 +1,4 @@
+import { INSTANCE_SCOPE } from "../../ledger";
 import { defineDomain } from "../types";
 import { apply, finish, prepare } from "./check";
 import { options, readConfig } from "./config";
@@ -8,6 +9,9 @@ export const nativeSessionBackups = defineDomain({
   title: "Native session failover backups and runner evidence",
   options,
   readConfig,
+  // The files are instance-wide whatever the scope: a company's requested sweep takes the
+  // instance job's lock, so the two never interleave on the same session directory.
+  lockKey: () => INSTANCE_SCOPE,
   onStartup,
   events,
   prepare,

@@ -42,7 +42,10 @@ export async function readLiveness(
   db: Db | Tx,
 ): Promise<{ sessions: LiveSession[]; reportedAt: Date } | null> {
   const row = await db.reclaimNativeSessionLiveness.findUnique({ where: { instance: "instance" } });
-  return row ? { sessions: row.sessions as unknown as LiveSession[], reportedAt: row.reportedAt } : null;
+  if (!row) return null;
+  // Clamped when stored (store-liveness.sql); a row stored before that is clamped here.
+  const reportedAt = row.reportedAt < row.receivedAt ? row.reportedAt : row.receivedAt;
+  return { sessions: row.sessions as unknown as LiveSession[], reportedAt };
 }
 
 export async function storeLiveness(

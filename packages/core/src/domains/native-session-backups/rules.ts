@@ -28,7 +28,11 @@ export interface LiveSession {
   cleanupPending?: boolean;
 }
 
-/** What the last `native_sessions.live` report says, judged against the job's clock. */
+/**
+ * What the last `native_sessions.live` report says, judged against the job's clock. Its age
+ * counts from when the server took it, but never from later than Reclaim received it
+ * (queries.ts): a report dated in the future by a skewed clock is not fresh for longer.
+ */
 export type Liveness = { known: false } | { known: true; live: Map<string, LiveSession> };
 
 export function livenessAt(
@@ -88,8 +92,10 @@ function filesystemVerdict(session: SessionSurvey, judge: Judge): SessionVerdict
   if (session.current.kind !== "directory") return keep("not_a_directory");
   if (!judge.liveness.known) return keep("liveness_unknown");
   const live = judge.liveness.live.get(session.name);
-  if (live && LIVE_STATES.has(live.state)) return keep("session_live");
+  // Before `session_live`: every reported session has a live state, so a pending cleanup the
+  // report names would otherwise never be the reason given.
   if (live?.cleanupPending || session.cleanupActivation) return keep("cleanup_activation_pending");
+  if (live && LIVE_STATES.has(live.state)) return keep("session_live");
   if (session.state.status !== "ok")
     return keep(`control_plane_state_${session.state.status}` as SessionKeepReason);
   if (session.current.writtenAtMs > judge.now.getTime() - judge.windowMs)
@@ -127,6 +133,7 @@ export function judgeSession(
 }
 
 export type EvidenceKeepReason =
+  | "vanished"
   | "symlink"
   | "not_a_directory"
   | "unrecognized_name"
@@ -151,6 +158,7 @@ export function judgeEvidence(
     reason,
     ...extra,
   });
+  if (entry.kind === "missing") return keep("vanished");
   if (entry.kind === "symlink") return keep("symlink");
   if (entry.kind !== "directory") return keep("not_a_directory");
   const name = entry.name;

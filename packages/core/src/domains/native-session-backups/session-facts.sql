@@ -81,10 +81,16 @@ lease_state AS (
      AND l.metadata -> 'nativeHarnessBackup' ->> 'sessionScopeId' = s.scope
 ),
 task_state AS (
-  SELECT s.scope, array_agg(t.id::text ORDER BY t.id) AS ids
-    FROM sessions s JOIN agent_task_sessions t ON t.company_id = s.company_id
-   WHERE t.session_params_json ->> 'sessionId' = s.session_id OR t.session_display_id = s.session_id
-   GROUP BY s.scope
+  -- Two equality joins, not one OR: each can use an index on (company_id, key).
+  SELECT scope, array_agg(id ORDER BY id) AS ids
+    FROM (SELECT s.scope, t.id::text AS id
+            FROM sessions s JOIN agent_task_sessions t
+              ON t.company_id = s.company_id AND t.session_params_json ->> 'sessionId' = s.session_id
+          UNION
+          SELECT s.scope, t.id::text
+            FROM sessions s JOIN agent_task_sessions t
+              ON t.company_id = s.company_id AND t.session_display_id = s.session_id) matched
+   GROUP BY scope
 )
 SELECT s.scope,
        COALESCE(rs.ids, '{}') AS run_ids,

@@ -125,6 +125,31 @@ export async function surveyCopy(copy: string, signal?: AbortSignal): Promise<Co
   }
 }
 
+/** What `failover-backups/` holds: whether `current` exists, and the retired names. */
+export interface BackupsListing {
+  current: boolean;
+  /** Absolute paths of `.retiring-*` and `.expired-*`, sorted. */
+  retiring: string[];
+  expired: string[];
+}
+
+/**
+ * Lists `<session>/failover-backups/`, never through a symlink (the session directory and
+ * the folder must both be real directories, or it lists nothing). The survey reads it
+ * without a lock; a batch reads it again under the lock before it finishes leftovers.
+ */
+export async function listBackups(sessionDir: string): Promise<BackupsListing> {
+  const backups = path.join(sessionDir, BACKUPS_DIR);
+  const real = (await entryKind(sessionDir)) === "directory" && (await entryKind(backups)) === "directory";
+  const found = real ? await names(backups) : [];
+  const retired = (prefix: string) =>
+    found
+      .filter((n) => retiredPrefixOf(n) === prefix)
+      .sort()
+      .map((n) => path.join(backups, n));
+  return { current: found.includes(CURRENT), retiring: retired(".retiring"), expired: retired(".expired") };
+}
+
 export async function surveySession(
   root: string,
   name: string,
@@ -143,19 +168,16 @@ export async function surveySession(
       cleanupActivation: false,
     };
   }
-  const backups = path.join(dir, BACKUPS_DIR);
-  const inBackups = (await entryKind(backups)) === "directory" ? await names(backups) : [];
-  const retired = (prefix: string) =>
-    inBackups
-      .filter((n) => retiredPrefixOf(n) === prefix)
-      .sort()
-      .map((n) => path.join(backups, n));
+  const backups = await listBackups(dir);
   return {
     ...base,
     state: await readControlPlaneState(dir),
-    current: inBackups.includes(CURRENT) ? await surveyCopy(path.join(backups, CURRENT), signal) : null,
-    retiring: retired(".retiring"),
-    expired: retired(".expired"),
+    current: backups.current ? await surveyCopy(path.join(dir, BACKUPS_DIR, CURRENT), signal) : null,
+    retiring: backups.retiring,
+    expired: backups.expired,
     cleanupActivation: (await names(dir)).some((n) => n.startsWith(CLEANUP_ACTIVATION_PREFIX)),
   };
 }
+
+/** How many entries a session counts toward the batch limit: itself and its leftovers. */
+export const entriesOf = (session: SessionSurvey) => 1 + session.retiring.length + session.expired.length;

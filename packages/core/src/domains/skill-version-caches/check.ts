@@ -129,6 +129,8 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
   const skills = await listSkillDirs(company);
   const leftovers = await listLeftovers(ctx, company, skills);
   const keys = await listVersionKeys(company, skills);
+  // Between the listing and the survey: a version can vanish here (tests only).
+  await ctx.faults.hit("skill-version-caches.listed");
   const after = await ctx.readCursor("versions");
   const start = after === null ? 0 : keys.findIndex((k) => k > after);
   const slice = start < 0 ? [] : keys.slice(start, start + LIMITS.versionsPerBatch);
@@ -183,8 +185,13 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     examined += 1;
     ctx.report.examined();
     await ctx.faults.hit("skill-version-caches.entry-examined");
-    if (entry.kind === "missing") continue;
     const id = rel(companyId, entry.key);
+    if (entry.kind === "missing") {
+      // Listed, then gone before the survey read it (evicted elsewhere, rebuilt): the
+      // diagnosis still lists every entry it looked at.
+      ctx.report.skip(id, "vanished", { companyId });
+      continue;
+    }
     const row = facts.versions.get(entry.key) ?? null;
     let verdict = judgeVersion(facts.company, entry, row, judge);
     if (verdict.evict) {
@@ -211,17 +218,22 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     }
     ctx.report.candidate(id, entry.allocatedBytes, { companyId, reason: verdict.because });
     if (ctx.dryRun) continue;
+    let to: string;
     try {
-      const to = await retire(entry.path, ".trash", entry.identity ?? undefined);
-      trash.push({ rel: id, path: to, leftover: false });
-      await ctx.faults.hit("skill-version-caches.after-trash-rename");
+      to = await retire(entry.path, ".trash", entry.identity ?? undefined);
     } catch (error) {
       if (!(error instanceof RetireRefused)) throw error;
-      if (error.reason !== "missing")
-        ctx.report.skip(id, error.reason === "identity_changed" ? "directory_changed" : error.reason, {
-          companyId,
-        });
+      // Gone since the recheck (`vanished`), or replaced (`directory_changed`, looked at again).
+      if (error.reason === "identity_changed") {
+        ctx.report.skip(id, "directory_changed", { companyId });
+        ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+      } else {
+        ctx.report.skip(id, error.reason === "missing" ? "vanished" : error.reason, { companyId });
+      }
+      continue;
     }
+    trash.push({ rel: id, path: to, leftover: false });
+    await ctx.faults.hit("skill-version-caches.after-trash-rename");
   }
 
   if (recheckAt !== null) ctx.deadlines.at("retention", recheckAt);
