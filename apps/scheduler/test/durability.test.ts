@@ -1,11 +1,16 @@
 /**
  * The ledger is the source of truth: a Redis flush, a Redis restart (a real redis-server
- * that keeps nothing on disk) or a scheduler restart loses no deadline.
+ * that keeps nothing on disk) or a scheduler restart loses no deadline. PostgreSQL
+ * connections cut mid-job (as a restart would) fail the job, which is retried, and leave no
+ * connection behind that would hang shutdown.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:net";
-import { createDb, deadlineJobId, queueName, silentLogger, type Db } from "@reclaim/core";
+import { existsSync } from "node:fs";
+import { readdir } from "node:fs/promises";
+import path from "node:path";
+import { createDb, deadlineJobId, FaultPoints, queueName, silentLogger, type Db } from "@reclaim/core";
 import {
   createTestDatabase,
   deleteKeys,
@@ -13,8 +18,10 @@ import {
   tempDir,
   uniquePrefix,
   waitFor,
+  withAdmin,
   type TestDatabase,
 } from "@reclaim/testkit";
+import { insertRun, makeFolder } from "@reclaim/testkit/src/fixtures/native-workspace-sync";
 import { createWorkerService } from "@reclaim/worker/src/service";
 import { Redis } from "ioredis";
 import { createScheduler } from "../src/service";
@@ -154,4 +161,62 @@ describe("a Redis restart", () => {
       await scheduler.stop();
     }
   });
+});
+
+describe("PostgreSQL connections lost mid-job", () => {
+  it("the job fails and is retried, the folder is handled once, and the worker still stops cleanly", async () => {
+    const prefix = uniquePrefix();
+    const env = stackEnv(database, prefix, root.path);
+    const scheduler = await createScheduler({ env, log: silentLogger });
+    await scheduler.started;
+    const company = randomUUID();
+    const run = await insertRun({ db }, { companyId: company });
+    const folder = await makeFolder({ instanceRoot: root.path }, run);
+    let cut = 0;
+    const worker = createWorkerService({
+      env,
+      log: silentLogger,
+      // Inside the job's transaction, after the rename: every connection to the database is
+      // terminated, as a PostgreSQL restart would.
+      faults: FaultPoints.of({
+        "native-workspace-sync.after-rename": async () => {
+          if (cut++ > 0) return;
+          await withAdmin((c) =>
+            c.query(
+              "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+              [database.name],
+            ),
+          );
+        },
+      }),
+    });
+    try {
+      await worker.start();
+      await scheduler.deps.queues.request([
+        { domain: DOMAIN, scope: company, reason: "folder_created", dueAt: new Date() },
+      ]);
+      const reports = await waitFor(
+        async () => {
+          const rows = await db.reclaimBatchReport.findMany({ where: { companyId: company } });
+          return rows.length > 0 ? rows : null;
+        },
+        { what: "the retried job's report", timeoutMs: 45_000 },
+      );
+      expect(cut).toBe(1);
+      expect(reports).toHaveLength(1);
+      expect(reports[0]!.error).toBeNull();
+      expect(existsSync(folder)).toBe(false);
+      expect(
+        (await readdir(path.join(root.path, "native-workspace-sync"))).filter((n) => n.startsWith(".")),
+      ).toEqual([]);
+    } finally {
+      const stopped = Promise.all([worker.stop(), scheduler.stop()]).then(() => "stopped");
+      const outcome = await Promise.race([
+        stopped,
+        new Promise((resolve) => setTimeout(() => resolve("hung"), 20_000).unref()),
+      ]);
+      expect(outcome).toBe("stopped");
+      await deleteKeys(prefix);
+    }
+  }, 90_000);
 });

@@ -3,6 +3,7 @@
  * engine: no native query engine binary, see ../shared/notes/toolchain.md).
  */
 import { PrismaPg } from "@prisma/adapter-pg";
+import pg from "pg";
 import { Prisma, PrismaClient } from "./generated/client";
 
 export { Prisma, PrismaClient };
@@ -16,11 +17,44 @@ export interface DbOptions {
 }
 
 export function createDb(databaseUrl: string, options: DbOptions = {}): Db {
-  const adapter = new PrismaPg({
+  const pool = new pg.Pool({
     connectionString: databaseUrl,
     max: options.max ?? 10,
     // Fail fast when PostgreSQL is down instead of queueing forever; BullMQ retries the job.
     connectionTimeoutMillis: 5000,
   });
+  releaseDeadConnections(pool);
+  const adapter = new PrismaPg(pool, { disposeExternalPool: true });
   return new PrismaClient({ adapter, transactionOptions: { maxWait: 10_000, timeout: 120_000 } });
+}
+
+/**
+ * A transaction's connection that dies (PostgreSQL restarted, the backend terminated) is
+ * never given back by @prisma/adapter-pg 6.19: its rollback runs ROLLBACK first, which fails
+ * on the dead connection, and so never reaches `release()`. Each outage would leak one pool
+ * slot per active transaction, until no job could get a connection and `$disconnect()` (which
+ * waits for every slot) hung at shutdown. So a checked-out connection that ends is released
+ * here, as broken (the pool drops it); the adapter's own later release, if it gets there,
+ * finds it released and fails a transaction that had failed anyway.
+ */
+function releaseDeadConnections(pool: pg.Pool): void {
+  const watching = new WeakMap<pg.PoolClient, () => void>();
+  pool.on("acquire", (client) => {
+    const ended = () => {
+      watching.delete(client);
+      try {
+        // Read at call time: the pool sets `release` for this checkout after "acquire".
+        client.release(new Error("connection ended while checked out"));
+      } catch {
+        // Released meanwhile.
+      }
+    };
+    watching.set(client, ended);
+    client.once("end", ended);
+  });
+  pool.on("release", (_error, client) => {
+    const ended = watching.get(client);
+    if (ended) client.removeListener("end", ended);
+    watching.delete(client);
+  });
 }
