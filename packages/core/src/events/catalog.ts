@@ -72,18 +72,26 @@ export const eventSchemas = {
       companyId: companyId.optional(),
       sessions: z
         .array(
-          z.object({
-            id: z
-              .string()
-              .min(1)
-              .max(512)
-              .describe("The session scope: its directory name under durable-sessions/"),
-            state: z.enum(NATIVE_SESSION_LIVE_STATES),
-            cleanupPending: z
-              .boolean()
-              .optional()
-              .describe("A cleanup activation is pending for the session"),
-          }),
+          z
+            .object({
+              id: z
+                .string()
+                .min(1)
+                .max(512)
+                .describe("The session scope: its directory name under durable-sessions/"),
+              state: z
+                .enum(NATIVE_SESSION_LIVE_STATES)
+                .optional()
+                .describe("Its live state; omitted for a session listed only for a pending cleanup"),
+              cleanupPending: z
+                .boolean()
+                .optional()
+                .describe("A cleanup activation is pending for the session"),
+            })
+            .refine((s) => s.state !== undefined || s.cleanupPending === true, {
+              message: "needs a live state, or cleanupPending: true",
+              path: ["state"],
+            }),
         )
         // Fits the API's 1 MiB body limit with room to spare.
         .max(10_000),

@@ -38,7 +38,13 @@ export async function retire(target: string, prefix: RetiredPrefix, expect?: Ide
     throw new RetireRefused("identity_changed", target);
   }
   const destination = path.join(path.dirname(target), retiredName(prefix));
-  await rename(target, destination);
+  try {
+    await rename(target, destination);
+  } catch (error) {
+    // Gone between the check and the rename (another job, the Paperclip server).
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new RetireRefused("missing", target);
+    throw error;
+  }
   return destination;
 }
 

@@ -102,7 +102,7 @@ export async function closedSession(stack: Stack, options: SessionOptions = {}):
 /** The Paperclip server's report of its live native sessions. */
 export async function reportLive(
   stack: Stack,
-  sessions: { id: string; state: string; cleanupPending?: boolean }[] = [],
+  sessions: { id: string; state?: string; cleanupPending?: boolean }[] = [],
   reportedAt = new Date(),
 ): Promise<void> {
   const response = await stack.api("POST", "/v1/events", {

@@ -221,7 +221,23 @@ describe("liveness in the Paperclip server", () => {
     const s = await closedSession(stack);
     await reportLive(stack, [{ id: s.scope, state: "closing", cleanupPending: true }]);
     await expectKept(s.scope, "cleanup_activation_pending");
+    // A session that is no longer live may still be listed for its pending cleanup alone.
+    await reportLive(stack, [{ id: s.scope, cleanupPending: true }]);
+    await expectKept(s.scope, "cleanup_activation_pending");
     await reportLive(stack);
+  });
+
+  it("refuses a reported session with neither a live state nor a pending cleanup, naming the field", async () => {
+    const response = await stack.api("POST", "/v1/events", {
+      events: [
+        { type: "native_sessions.live", sessions: [{ id: "s1" }], reportedAt: new Date().toISOString() },
+      ],
+    });
+    expect(response.status).toBe(400);
+    expect(response.body).toMatchObject({
+      error: "RECLAIM_ERR_VALIDATION",
+      field: "events.0.sessions.0.state",
+    });
   });
 
   it("keeps the copy while a cleanup activation is pending in its directory", async () => {

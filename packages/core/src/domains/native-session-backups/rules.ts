@@ -24,7 +24,8 @@ export const LIVE_STATES = new Set(["executing", "initializing", "warm", "closin
 
 export interface LiveSession {
   id: string;
-  state: string;
+  /** Absent for a session the report lists only for a pending cleanup. */
+  state?: string;
   cleanupPending?: boolean;
 }
 
@@ -92,10 +93,9 @@ function filesystemVerdict(session: SessionSurvey, judge: Judge): SessionVerdict
   if (session.current.kind !== "directory") return keep("not_a_directory");
   if (!judge.liveness.known) return keep("liveness_unknown");
   const live = judge.liveness.live.get(session.name);
-  // Before `session_live`: every reported session has a live state, so a pending cleanup the
-  // report names would otherwise never be the reason given.
+  // Before `session_live`: a live session with a pending cleanup reports the cleanup.
   if (live?.cleanupPending || session.cleanupActivation) return keep("cleanup_activation_pending");
-  if (live && LIVE_STATES.has(live.state)) return keep("session_live");
+  if (live?.state && LIVE_STATES.has(live.state)) return keep("session_live");
   if (session.state.status !== "ok")
     return keep(`control_plane_state_${session.state.status}` as SessionKeepReason);
   if (session.current.writtenAtMs > judge.now.getTime() - judge.windowMs)
@@ -171,6 +171,6 @@ export function judgeEvidence(
   if (dueAt > now) return keep("within_retention", { dueAt: new Date(dueAt) });
   if (!judge.liveness.known) return keep("liveness_unknown", { busy: true });
   const live = judge.liveness.live.get(name.session);
-  if (live && LIVE_STATES.has(live.state)) return keep("session_live", { busy: true });
+  if (live?.state && LIVE_STATES.has(live.state)) return keep("session_live", { busy: true });
   return { remove: true, leftover: false };
 }
