@@ -6,16 +6,17 @@
  *   back after a restart.
  * - After every deadline job: sync that key, so the next deadline is queued (schedulers do
  *   it as well from BullMQ's event stream, in case this process dies first).
- * - SIGTERM also lets a sync under way finish before the queues close.
  * - SIGTERM (`stop`): take no new jobs, let active ones finish; halfway through the shutdown
  *   timeout, ask them to stop between entries (they save their cursor and request a
  *   continuation); at the timeout, exit anyway (a stalled job is retried by another worker).
+ *   A sync under way finishes before the queues close.
  */
 import { Worker, type Job } from "bullmq";
 import type { Redis } from "ioredis";
 import {
   createDb,
   createLogger,
+  DAY_MS,
   createRedis,
   DeadlineQueues,
   domainRegistry,
@@ -107,7 +108,7 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
     faults,
     configs,
     domains: registry,
-    reportRetentionMs: workerConfig.reportRetentionDays * 24 * 3600 * 1000,
+    reportRetentionMs: workerConfig.reportRetentionDays * DAY_MS,
     onReport: callbacks ? (report: BatchReport) => callbacks.enqueue(report) : undefined,
   };
 
