@@ -291,10 +291,8 @@ describe("response shapes", () => {
     // Running (no worker in this stack: move it to active by hand, as a worker would).
     const job = (await stack.scheduler.deps.queues.queue("native-workspace-sync").getJob(jobId))!;
     await job.promote();
-    const worker = new Worker("reclaim-native-workspace-sync", null, {
-      connection: stack.scheduler.deps.redis.duplicate(),
-      prefix: stack.prefix,
-    });
+    const connection = stack.scheduler.deps.redis.duplicate();
+    const worker = new Worker("reclaim-native-workspace-sync", null, { connection, prefix: stack.prefix });
     try {
       // The queue also holds the start-up job of the instance; take jobs until ours.
       let taken = await worker.getNextJob("test-token");
@@ -303,6 +301,7 @@ describe("response shapes", () => {
       expect((await call("GET", `/v1/jobs/${jobId}`)).body).toEqual({ jobId, state: "active" });
     } finally {
       await worker.close();
+      connection.disconnect(); // BullMQ leaves a connection it was handed open
     }
   });
 
