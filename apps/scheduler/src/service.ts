@@ -12,6 +12,7 @@
  * with an empty ledger and nothing due at start-up, nothing is scheduled.
  */
 import {
+  closeRedis,
   createDb,
   createLogger,
   createRedis,
@@ -146,7 +147,7 @@ export async function createScheduler(options: SchedulerOptions = {}): Promise<S
       await wake?.stop();
       await app.close();
       await queues.close();
-      await redis.quit().catch(() => redis.disconnect());
+      await closeRedis(redis);
       await db.$disconnect();
     },
   };

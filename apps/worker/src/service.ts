@@ -12,8 +12,8 @@
  *   A sync under way finishes before the queues close.
  */
 import { Worker, type Job } from "bullmq";
-import type { Redis } from "ioredis";
 import {
+  closeRedis,
   createDb,
   createLogger,
   DAY_MS,
@@ -51,20 +51,6 @@ export interface WorkerService {
   readonly domains: DomainId[];
   start(): Promise<void>;
   stop(): Promise<void>;
-}
-
-/** QUIT, or drop the socket when Redis does not answer within 2 s (it may be restarting). */
-async function closeConnection(connection: Redis): Promise<void> {
-  if (connection.status === "end") return;
-  const quit = connection.quit().then(
-    () => true,
-    () => false,
-  );
-  const answered = await Promise.race([
-    quit,
-    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 2000).unref()),
-  ]);
-  if (!answered) connection.disconnect();
 }
 
 export function createWorkerService(options: WorkerServiceOptions = {}): WorkerService {
@@ -191,7 +177,7 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
       await queues.close();
       await callbacks?.close();
       await cancellation.stop();
-      await Promise.all(connections.map(closeConnection));
+      await Promise.all(connections.map(closeRedis));
       await db.$disconnect();
       log.info("worker stopped");
     },

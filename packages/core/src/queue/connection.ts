@@ -24,3 +24,22 @@ export function onReconnect(redis: Redis, fn: () => void): void {
     fn();
   });
 }
+
+/**
+ * QUIT, or drop the socket when Redis does not answer within 2 s (it may be restarting, and a
+ * QUIT queued on a reconnecting connection would wait for it forever).
+ */
+export async function closeRedis(connection: Redis): Promise<void> {
+  if (connection.status === "end") return;
+  const quit = connection.quit().then(
+    () => true,
+    () => false,
+  );
+  let timer: NodeJS.Timeout | undefined;
+  const answered = await Promise.race([
+    quit,
+    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), 2000))),
+  ]);
+  clearTimeout(timer);
+  if (!answered) connection.disconnect();
+}

@@ -264,8 +264,10 @@ export class DeadlineQueues {
     }
     await Promise.all(
       this.followers.splice(0).map(async ({ events, connection }) => {
+        // Its blocking read ends with the connection: drop that first, so a Redis that is
+        // down or restarting cannot hold the close.
+        connection.disconnect();
         await events.close();
-        await connection.quit().catch(() => connection.disconnect());
       }),
     );
     await Promise.all([...this.queues.values()].map((q) => q.close()));
