@@ -12,8 +12,8 @@
  * Protocol (every name below is in `<objects>/info/reclaim-pack-owners/`, a directory git
  * never reads, created with core.sharedRepository permissions):
  *
- *  - Record: the file `<pack>`, JSON {lockId (fresh per record), captureId, host, bootId,
- *    pid, pidStart, createdAt} (process-identity.ts).
+ *  - Record: the file `<pack>`, JSON {lockId (fresh per record), captureId, bootId, pidNs,
+ *    pid, pidStart, host (information only), createdAt} (process-identity.ts).
  *  - Take: register lockId in this process, then create the record with O_CREAT|O_EXCL,
  *    write, fsync it and its directory (so a record that a power loss would lose never
  *    guards a `.pack` that survived). EEXIST means somebody holds it. No hard link is
@@ -21,10 +21,13 @@
  *  - Holder dead? Judged from the record: a record of this very process is live exactly when
  *    its lockId is registered here (registered before the create, unregistered after the
  *    unlink, so a record being created here is never taken for dead, and one a failed
- *    release left behind is); same host, same boot: the pid must run with the same start
- *    time (a reused pid has another); an earlier boot: dead; another host: dead once
- *    `createdAt` is `staleAfterMs` old. An unreadable record (a crash between create and
- *    write) is dead once its mtime is `staleAfterMs` old.
+ *    release left behind is); the same kernel (boot id) and PID namespace: the pid must run
+ *    with the same start time (a reused pid has another), whatever the hostname; the same
+ *    kernel, another PID namespace (a container next to this one, even of the same
+ *    hostname): dead once `createdAt` is `staleAfterMs` old; another boot id: dead if
+ *    `createdAt` is before this kernel booted (an earlier boot of this machine), otherwise
+ *    (another machine on a network store) by age as well. An unreadable record (a crash
+ *    between create and write) is dead once its mtime is `staleAfterMs` old.
  *  - Break a dead holder's record R (lockId r): take the break lock `<pack>.break-<r>`
  *    exactly as a record is taken, so only one capture anywhere breaks R (a dead breaker's
  *    break lock is broken the same way, under `<pack>.break-<its lockId>`); under it, re-read
@@ -53,7 +56,7 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { errnoCode, QuarantineError } from "../errors";
-import { currentProcess, livenessOf, type ProcessIdentity } from "./process-identity";
+import { currentProcess, isThisProcess, livenessOf, type ProcessIdentity } from "./process-identity";
 import type { PublishFs } from "./publish-fs";
 import { adjustSharedPerm, type SharedRepository } from "./shared-permissions";
 import { sleep, type Clock, type Timer } from "./timing";
@@ -66,7 +69,10 @@ export interface OwnershipOptions {
   captureId: string;
   /** How long to wait for another live owner of the same pack, ms. */
   busyTimeoutMs: number;
-  /** Age after which a record of another host, or an unreadable one, counts as abandoned, ms. */
+  /**
+   * Age after which a record whose process cannot be checked from here (another PID
+   * namespace, another machine, an unreadable record) counts as abandoned, ms.
+   */
   staleAfterMs: number;
   /** Test hook: called each time this capture finds the pack owned by someone else. */
   onBusy?: (packName: string) => void;
@@ -313,20 +319,12 @@ class OwnersDir {
   }
 
   async isDead(seen: Extract<Observed, { kind: "held" }>): Promise<boolean> {
-    const { clock, staleAfterMs } = this.options;
+    const { clock, staleAfterMs, fs } = this.options;
     const holder = seen.record;
     if (!holder) return clock.now() - seen.mtimeMs > staleAfterMs;
-    const me = currentProcess();
-    if (
-      holder.host === me.host &&
-      holder.bootId === me.bootId &&
-      holder.pid === me.pid &&
-      holder.pidStart === me.pidStart
-    ) {
-      return !registered.has(holder.lockId);
-    }
-    const liveness = await livenessOf(holder);
-    if (liveness === "foreign") return clock.now() - holder.createdAt > staleAfterMs;
+    if (isThisProcess(holder)) return !registered.has(holder.lockId);
+    const liveness = await livenessOf(holder, (file) => fs.readFile(file));
+    if (liveness === "unknown") return clock.now() - holder.createdAt > staleAfterMs;
     return liveness === "dead";
   }
 
@@ -427,7 +425,6 @@ function parseRecord(text: string): OwnerRecord | null {
     if (
       typeof parsed.lockId !== "string" ||
       typeof parsed.pid !== "number" ||
-      typeof parsed.host !== "string" ||
       typeof parsed.createdAt !== "number"
     ) {
       return null;
@@ -435,8 +432,9 @@ function parseRecord(text: string): OwnerRecord | null {
     return {
       lockId: parsed.lockId,
       captureId: String(parsed.captureId ?? ""),
-      host: parsed.host,
+      host: String(parsed.host ?? ""),
       bootId: String(parsed.bootId ?? ""),
+      pidNs: String(parsed.pidNs ?? ""),
       pid: parsed.pid,
       pidStart: String(parsed.pidStart ?? ""),
       createdAt: parsed.createdAt,

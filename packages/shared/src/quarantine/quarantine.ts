@@ -100,9 +100,10 @@ export interface QuarantineOptions {
   packBusyTimeoutMs?: number;
   /**
    * Age in ms after which a pack ownership record counts as abandoned when its holder cannot
-   * be checked: a record of another host (a network store), or an unreadable one (a crash
-   * between its creation and its write). Records of this host are judged by whether their
-   * process still runs, never by age. Default 600000 (10 min).
+   * be checked: a process in another PID namespace (another container) or on another machine
+   * (a network store), or an unreadable record (a crash between its creation and its write).
+   * Records of this kernel and PID namespace are judged by whether their process still runs,
+   * never by age. Default 600000 (10 min).
    */
   packOwnerStaleAfterMs?: number;
   /** Time source and timer for the timeout and pack waits. Default: the system's. */

@@ -3,10 +3,9 @@
  * a record, bounded waits, release, the race against a real second process, and the orphan
  * a capture killed with SIGKILL between `.pack` and `.idx` leaves behind.
  */
-import { execFile } from "node:child_process";
 import { readdir, stat, unlink } from "node:fs/promises";
 import path from "node:path";
-import { realPublishFs, withObjectQuarantine, type Clock, type PublishFs, type Timer } from "../../src";
+import { realPublishFs, type PublishFs } from "../../src";
 import { currentProcess } from "../../src/quarantine/process-identity";
 import { capture } from "./capture";
 import {
@@ -14,96 +13,25 @@ import {
   cleanup,
   errnoError,
   fsckStrict,
-  gitEnv,
   indexAndHead,
   packsIn,
   repoWithLargeFile,
-  type Repo,
 } from "./git-fixture";
+import {
+  expectBroken,
+  expectBusy,
+  gatedFs,
+  isRecord,
+  packNameFor,
+  pidOfExitedProcess,
+  smallCapture,
+  waitingClock,
+} from "./ownership-fixture";
 import { liveIdentity, ownerEntries, ownersDir, plantRecord, readRecord } from "./owners";
 import { startPublisher } from "./publisher";
 import { rejectionOf } from "../rejection";
 
 afterEach(cleanup);
-
-/** The name of the pack a capture of `seed`'s large file produces (from a throwaway repo). */
-async function packNameFor(seed: number): Promise<string> {
-  return (await capture(await repoWithLargeFile(seed))).published.packs[0]!;
-}
-
-/** A clock that advances only when the capture waits: each wait moves it by its delay. */
-function waitingClock(): { clock: Clock; timer: Timer } {
-  let now = Date.now();
-  return {
-    clock: { now: () => now },
-    timer: {
-      setTimeout: (callback, ms) => {
-        now += ms;
-        setImmediate(callback);
-        return 0;
-      },
-      clearTimeout: () => undefined,
-    },
-  };
-}
-
-/**
- * A publication fs that stops at the first call of `when` for which it returns true, until
- * the test opens the gate; `stopped` resolves when it has stopped there.
- */
-function gatedFs(
-  when: (call: "link" | "createExclusive", target: string) => boolean,
-  base: PublishFs = realPublishFs,
-): { fs: PublishFs; stopped: Promise<string>; open: (fault?: Error) => void } {
-  let stop!: (target: string) => void;
-  const stopped = new Promise<string>((resolve) => (stop = resolve));
-  let open!: (fault?: Error) => void;
-  const gate = new Promise<Error | undefined>((resolve) => (open = resolve));
-  let done = false;
-  const pause = async (call: "link" | "createExclusive", target: string): Promise<void> => {
-    if (done || !when(call, target)) return;
-    done = true;
-    stop(target);
-    const fault = await gate;
-    if (fault) throw fault;
-  };
-  return {
-    fs: {
-      ...base,
-      link: async (from, to) => {
-        await pause("link", to);
-        return base.link(from, to);
-      },
-      createExclusive: async (target, content) => {
-        const created = await base.createExclusive(target, content);
-        await pause("createExclusive", target);
-        return created;
-      },
-    },
-    stopped,
-    open,
-  };
-}
-
-const isRecord = (target: string): boolean =>
-  path.basename(path.dirname(target)) === "reclaim-pack-owners" && !target.includes(".break-");
-
-async function pidOfExitedProcess(): Promise<number> {
-  const child = execFile("true");
-  const pid = child.pid!;
-  await new Promise((resolve) => child.on("exit", resolve));
-  return pid;
-}
-
-/** A capture that writes one small loose object and no pack. */
-function smallCapture(repo: Repo, content: string) {
-  return withObjectQuarantine(
-    repo.dir,
-    "small",
-    (ctx) => ctx.git(["hash-object", "-w", "--stdin"], { input: content }),
-    { env: gitEnv },
-  );
-}
 
 describe("who may break an ownership record", () => {
   it("a capture never breaks a live record held by another capture of its own process", async () => {
@@ -138,38 +66,12 @@ describe("who may break an ownership record", () => {
       "this process, for a record none of its captures holds (a failed release)",
       async () => ({ ...currentProcess() }),
     ],
-    [
-      "another host, once it is older than packOwnerStaleAfterMs",
-      async () => ({ pid: 1, host: "elsewhere", createdAt: 0 }),
-    ],
   ])("breaks a record of %s", async (_case, holder) => {
-    const pack = await packNameFor(7);
-    const repo = await repoWithLargeFile(7);
-    await plantRecord(repo, pack, await holder());
-    const { published } = await capture(repo);
-    expect(published.packs).toEqual([pack]);
-    expect(await ownerEntries(repo)).toBeNull();
-    await fsckStrict(repo);
+    await expectBroken(7, await holder());
   });
 
-  it.each([
-    ["a live process of this host", async () => liveIdentity(process.ppid)],
-    ["another host, while it is recent", async () => ({ pid: 1, host: "elsewhere", createdAt: Date.now() })],
-  ])("waits for %s, then gives up with a retryable busy error", async (_case, holder) => {
-    const pack = await packNameFor(8);
-    const repo = await repoWithLargeFile(8);
-    const planted = await plantRecord(repo, pack, await holder());
-    const { clock, timer } = waitingClock();
-    let waits = 0;
-    const error = await rejectionOf(
-      capture(repo, { clock, timer, packBusyTimeoutMs: 1_000, testHooks: { onPackBusy: () => waits++ } }),
-    );
-    expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PACK_BUSY");
-    expect(error.permanent).toBe(false);
-    expect(waits).toBeGreaterThan(10);
-    expect(await packsIn(repo.objects)).toEqual([]);
-    expect((await readRecord(repo, pack)).lockId).toBe(planted.lockId);
-    await fsckStrict(repo);
+  it("waits for a live process, then gives up with a retryable busy error", async () => {
+    await expectBusy(8, await liveIdentity(process.ppid));
   });
 
   it("bounds the wait for another capture of this process with a retryable busy error", async () => {
@@ -224,7 +126,7 @@ describe("a capture that no longer owns its pack", () => {
     const pack = path.basename(index, ".idx");
     // Another host broke A's record by age and took the pack: the name is theirs now.
     await unlink(path.join(ownersDir(repo), pack));
-    const theirs = await plantRecord(repo, pack, { pid: 1, host: "elsewhere" });
+    const theirs = await plantRecord(repo, pack, { pid: 1, bootId: "another-machine", host: "elsewhere" });
     a.open(errnoError("ENOSPC", "link", index));
     expect((await rejectionOf(running)).code).toBe("RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED");
     expect((await readRecord(repo, pack)).lockId).toBe(theirs.lockId);
@@ -238,7 +140,7 @@ describe("a capture that no longer owns its pack", () => {
     const running = capture(repo, { ref: "refs/reclaim/lost", testHooks: { fs: a.fs } });
     const pack = path.basename(await a.stopped, ".pack");
     await unlink(path.join(ownersDir(repo), pack));
-    const theirs = await plantRecord(repo, pack, { pid: 1, host: "elsewhere" });
+    const theirs = await plantRecord(repo, pack, { pid: 1, bootId: "another-machine", host: "elsewhere" });
     a.open();
     const error = await rejectionOf(running);
     expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED");
