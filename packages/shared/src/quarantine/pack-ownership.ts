@@ -12,22 +12,25 @@
  * Protocol (every name below is in `<objects>/info/reclaim-pack-owners/`, a directory git
  * never reads, created with core.sharedRepository permissions):
  *
- *  - Record: the file `<pack>`, JSON {lockId (fresh per record), captureId, bootId, pidNs,
- *    pid, pidStart, host (information only), createdAt} (process-identity.ts).
+ *  - Record: the file `<pack>`, JSON {lockId (fresh per record), captureId, instance (of
+ *    this module), bootId, pidNs, pid, pidStart, host (information only), createdAt}
+ *    (process-identity.ts).
  *  - Take: register lockId in this process, then create the record with O_CREAT|O_EXCL,
  *    write, fsync it and its directory (so a record that a power loss would lose never
  *    guards a `.pack` that survived). EEXIST means somebody holds it. No hard link is
  *    needed, so this works where the filesystem refuses them.
- *  - Holder dead? Judged from the record: a record of this very process is live exactly when
- *    its lockId is registered here (registered before the create, unregistered after the
- *    unlink, so a record being created here is never taken for dead, and one a failed
- *    release left behind is); the same kernel (boot id) and PID namespace: the pid must run
- *    with the same start time (a reused pid has another), whatever the hostname; the same
- *    kernel, another PID namespace (a container next to this one, even of the same
- *    hostname): dead once `createdAt` is `staleAfterMs` old; another boot id: dead if
- *    `createdAt` is before this kernel booted (an earlier boot of this machine), otherwise
- *    (another machine on a network store) by age as well. An unreadable record (a crash
- *    between create and write) is dead once its mtime is `staleAfterMs` old.
+ *  - Holder dead? Judged from the record: a record of this very process and this copy of
+ *    the module is live exactly when its lockId is registered here (registered before the
+ *    create, unregistered after the unlink, so a record being created here is never taken
+ *    for dead, and one a failed release left behind is); one of another copy of the module
+ *    in this process (a worker thread, a second bundle) is live while this process runs;
+ *    the same kernel (boot id) and PID namespace: the pid must run with the same start time
+ *    (a reused pid has another), whatever the hostname; the same kernel, another PID
+ *    namespace (a container next to this one, even of the same hostname): dead once
+ *    `createdAt` is `staleAfterMs` old; another boot id: dead if `createdAt` is before this
+ *    kernel booted (an earlier boot of this machine), otherwise (another machine on a
+ *    network store) by age as well. An unreadable record (a crash between create and
+ *    write) is dead once its mtime is `staleAfterMs` old.
  *  - Break a dead holder's record R (lockId r): take the break lock `<pack>.break-<r>`
  *    exactly as a record is taken, so only one capture anywhere breaks R (a dead breaker's
  *    break lock is broken the same way, under `<pack>.break-<its lockId>`); under it, re-read
@@ -95,6 +98,8 @@ export interface PackOwnership {
 export interface OwnerRecord extends ProcessIdentity {
   lockId: string;
   captureId: string;
+  /** The copy of this module that wrote it (one per module instance, random). */
+  instance: string;
   /** Milliseconds since the epoch, by the capture's clock. */
   createdAt: number;
 }
@@ -109,7 +114,13 @@ type Taken = { lockId: string; brokeDead: boolean };
 export const OWNERS_DIR = path.join("info", "reclaim-pack-owners");
 const POLL_MS = 20;
 
-/** lockIds of the records and break locks this process holds right now. */
+/**
+ * This copy of the module. `registered` speaks only for the records written with this
+ * instance id: another copy in the same process (a worker thread, a second bundle) has the
+ * same pid and start time but its own registry.
+ */
+export const INSTANCE = randomUUID();
+/** lockIds of the records and break locks this copy of the module holds right now. */
 const registered = new Set<string>();
 /** One promise per pack this process is working on: in-process captures queue on it. */
 const inProcess = new Map<string, Promise<void>>();
@@ -322,7 +333,10 @@ class OwnersDir {
     const { clock, staleAfterMs, fs } = this.options;
     const holder = seen.record;
     if (!holder) return clock.now() - seen.mtimeMs > staleAfterMs;
-    if (isThisProcess(holder)) return !registered.has(holder.lockId);
+    if (isThisProcess(holder)) {
+      // Another copy of this module holds what it holds: live while this process runs.
+      return holder.instance === INSTANCE && !registered.has(holder.lockId);
+    }
     const liveness = await livenessOf(holder, (file) => fs.readFile(file));
     if (liveness === "unknown") return clock.now() - holder.createdAt > staleAfterMs;
     return liveness === "dead";
@@ -372,7 +386,13 @@ class OwnersDir {
 
   private async create(name: string, lockId: string): Promise<boolean> {
     const { fs, clock, shared, captureId } = this.options;
-    const record: OwnerRecord = { lockId, captureId, ...currentProcess(), createdAt: clock.now() };
+    const record: OwnerRecord = {
+      lockId,
+      captureId,
+      instance: INSTANCE,
+      ...currentProcess(),
+      createdAt: clock.now(),
+    };
     const file = path.join(this.dir, name);
     // Registered first: from the instant the file exists, this process counts it as live.
     registered.add(lockId);
@@ -432,6 +452,7 @@ function parseRecord(text: string): OwnerRecord | null {
     return {
       lockId: parsed.lockId,
       captureId: String(parsed.captureId ?? ""),
+      instance: String(parsed.instance ?? ""),
       host: String(parsed.host ?? ""),
       bootId: String(parsed.bootId ?? ""),
       pidNs: String(parsed.pidNs ?? ""),

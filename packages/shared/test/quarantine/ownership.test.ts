@@ -6,6 +6,12 @@
 import { readdir, stat, unlink } from "node:fs/promises";
 import path from "node:path";
 import { realPublishFs, type PublishFs } from "../../src";
+import {
+  acquirePackOwnership,
+  INSTANCE,
+  tryAcquirePackOwnership,
+  type OwnershipOptions,
+} from "../../src/quarantine/pack-ownership";
 import { currentProcess } from "../../src/quarantine/process-identity";
 import { capture } from "./capture";
 import {
@@ -14,6 +20,7 @@ import {
   errnoError,
   fsckStrict,
   indexAndHead,
+  makeRepo,
   packsIn,
   repoWithLargeFile,
 } from "./git-fixture";
@@ -64,7 +71,7 @@ describe("who may break an ownership record", () => {
     ["a pid that now belongs to another process", async () => ({ pid: process.ppid, pidStart: "1" })],
     [
       "this process, for a record none of its captures holds (a failed release)",
-      async () => ({ ...currentProcess() }),
+      async () => ({ ...currentProcess(), instance: INSTANCE }),
     ],
   ])("breaks a record of %s", async (_case, holder) => {
     await expectBroken(7, await holder());
@@ -72,6 +79,39 @@ describe("who may break an ownership record", () => {
 
   it("waits for a live process, then gives up with a retryable busy error", async () => {
     await expectBusy(8, await liveIdentity(process.ppid));
+  });
+
+  it("never breaks a live record of another copy of the module in this process (a worker thread, a second bundle)", async () => {
+    const repo = await makeRepo();
+    const pack = `pack-${"1".repeat(40)}`;
+    const options = (captureId: string, waits = waitingClock()): OwnershipOptions => ({
+      fs: realPublishFs,
+      ...waits,
+      shared: 0,
+      captureId,
+      busyTimeoutMs: 1_000,
+      staleAfterMs: 600_000,
+    });
+    const first = await acquirePackOwnership(repo.objects, pack, options("first"));
+    let copy!: typeof import("../../src/quarantine/pack-ownership");
+    await jest.isolateModulesAsync(async () => {
+      copy = await import("../../src/quarantine/pack-ownership");
+    });
+    expect(copy.INSTANCE).not.toBe(INSTANCE);
+    // Same pid and start time, but the record is not in the copy's registry: still live.
+    expect(await copy.tryAcquirePackOwnership(repo.objects, pack, options("second"))).toBeNull();
+    const error = await copy.acquirePackOwnership(repo.objects, pack, options("second")).then(
+      () => null,
+      (e: unknown) => e as { code?: string },
+    );
+    expect(error?.code).toBe("RECLAIM_ERR_QUARANTINE_PACK_BUSY");
+    expect(await first.held()).toBe(true);
+    await first.release();
+    const second = await copy.acquirePackOwnership(repo.objects, pack, options("second"));
+    expect(second.tookOverAbandoned).toBe(false);
+    expect(await tryAcquirePackOwnership(repo.objects, pack, options("third"))).toBeNull();
+    await second.release();
+    expect(await ownerEntries(repo)).toBeNull();
   });
 
   it("bounds the wait for another capture of this process with a retryable busy error", async () => {
