@@ -24,7 +24,8 @@
  *                             can no longer run; otherwise "unknown" (another machine sharing
  *                             the store through a network filesystem), judged by age
  *
- * Where /proc is unavailable (not Linux) bootId, pidNs and pidStart are empty: a holder of
+ * Where /proc/<pid>/stat cannot be read (hidepid, EACCES, EPERM), the pid is judged by
+ * `kill(pid, 0)` alone. Where /proc is unavailable (not Linux) bootId, pidNs and pidStart are empty: a holder of
  * the same hostname is then judged by `kill(pid, 0)`, which cannot see pid reuse (a reused
  * pid keeps a record alive: the safe side), and any other by age. A record written by an
  * earlier version (no pidNs) is judged by age.
@@ -107,10 +108,10 @@ export async function livenessOf(
   let stat: string;
   try {
     stat = await readText(`/proc/${holder.pid}/stat`);
-  } catch (error) {
-    if (errnoCode(error) !== "ENOENT" && errnoCode(error) !== "ESRCH") throw error;
-    // Absent from /proc: gone, unless /proc hides other users' processes (hidepid), where
-    // only kill(2) can tell, and then without the start time: counted alive.
+  } catch {
+    // Absent (ENOENT), or hidden or refused (hidepid=1/2 or a restricted /proc: ENOENT,
+    // EACCES, EPERM): only kill(2) can tell then, and without the start time, so a reused
+    // pid counts as alive (the safe side).
     return signalable(holder.pid);
   }
   if (stateOf(stat) === "Z" || stateOf(stat) === "X") return "dead"; // exited, not yet reaped

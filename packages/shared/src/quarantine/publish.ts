@@ -3,7 +3,8 @@
  * tmp_objdir_migrate does, plus safe compensation when it fails half-way.
  *
  * Order is the safety argument, so it is code (PACK_ORDER), not convention: first the
- * recovery of packs abandoned by dead captures (pack-recovery.ts), then loose objects, then
+ * recovery of packs abandoned by dead captures (pack-recovery.ts; best effort per pack: a
+ * pack it cannot recover is reported, not fatal), then loose objects, then
  * each pack as `.keep`, `.pack`, `.rev`, `.idx` (then `.bitmap`, `.promisor`, `.mtimes`).
  * git only uses a pack through its `.idx`, so until the index is linked, a published `.pack`
  * is invisible, and once it is linked everything it needs is there.
@@ -43,7 +44,7 @@ import path from "node:path";
 import { errnoCode, QuarantineError } from "../errors";
 import { BEFORE_INDEX, PACK_FILE, PACK_ORDER } from "./pack-files";
 import { acquirePackOwnership, type OwnershipOptions, type PackOwnership } from "./pack-ownership";
-import { recoverAbandonedPacks, removeUnindexedPack } from "./pack-recovery";
+import { recoverAbandonedPacks, removeUnindexedPack, type RecoveryFailure } from "./pack-recovery";
 import type { PublishFs } from "./publish-fs";
 import { adjustSharedPerm, type SharedRepository } from "./shared-permissions";
 
@@ -62,6 +63,11 @@ export interface PublishedObjects {
   packs: string[];
   /** Packs abandoned by dead captures whose leftover files this publication removed first. */
   recoveredPacks: string[];
+  /**
+   * Abandoned packs whose recovery failed (their records stay for a later publication);
+   * they do not fail this publication.
+   */
+  recoveryFailures: RecoveryFailure[];
 }
 
 const LOOSE_DIR = /^[0-9a-f]{2}$/;
@@ -75,7 +81,7 @@ export async function publishQuarantine(
   options: PublishOptions,
 ): Promise<PublishedObjects> {
   const { fs } = options;
-  const recoveredPacks = await step("recovering abandoned pack publications", () =>
+  const recovery = await step("recovering abandoned pack publications", () =>
     recoverAbandonedPacks(objectsDir, options.ownership),
   );
   let looseObjects = 0;
@@ -113,7 +119,12 @@ export async function publishQuarantine(
     await publishPack(options, packDir, path.join(objectsDir, "pack"), pack, extensions);
     published.push(pack);
   }
-  return { looseObjects, packs: published, recoveredPacks };
+  return {
+    looseObjects,
+    packs: published,
+    recoveredPacks: recovery.recovered,
+    recoveryFailures: recovery.failed,
+  };
 }
 
 async function publishPack(

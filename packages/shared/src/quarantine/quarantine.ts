@@ -34,7 +34,9 @@
  *    or a pack another capture may use (ownership records, pack-ownership.ts); refs are not
  *    updated. A capture killed outright mid-publication (SIGKILL, power loss) leaves its
  *    ownership record; the next publication in the repository removes the pack files it
- *    left without an index (pack-recovery.ts).
+ *    left without an index (pack-recovery.ts). That recovery is best effort per pack: one
+ *    that fails is reported in `published.recoveryFailures` and left for a later
+ *    publication; it fails nothing else.
  *  - Another live capture keeps the same pack past `packBusyTimeoutMs`:
  *    RECLAIM_ERR_QUARANTINE_PACK_BUSY, retryable; nothing was published of that pack.
  *  - A ref whose old value changed: RECLAIM_ERR_QUARANTINE_REF_UPDATE_FAILED; the published

@@ -5,9 +5,10 @@
  * under another hostname (`unshare`) where this machine allows it.
  */
 import path from "node:path";
+import { realPublishFs, type PublishFs } from "../../src";
 import { bootStartMs, currentProcess } from "../../src/quarantine/process-identity";
 import { capture } from "./capture";
-import { cleanup, fsckStrict, repoWithLargeFile } from "./git-fixture";
+import { cleanup, errnoError, fsckStrict, repoWithLargeFile } from "./git-fixture";
 import {
   canUnshare,
   expectBroken,
@@ -88,6 +89,31 @@ describe("the kernel and PID namespace of a record's process", () => {
   ])("waits for %s", async (_case, holder) => {
     await expectBusy(62, await holder());
   });
+});
+
+describe("a /proc that refuses other processes' stat (hidepid)", () => {
+  /** The real filesystem, except that reading /proc/<pid>/stat of `pid` fails with `code`. */
+  const refusing = (pid: number, code: string): PublishFs => ({
+    ...realPublishFs,
+    readFile: async (target) => {
+      if (target === `/proc/${pid}/stat`) throw errnoError(code, "open", target);
+      return realPublishFs.readFile(target);
+    },
+  });
+
+  it.each(["EACCES", "EPERM"])("judges a live holder by kill(pid, 0): waits for it (%s)", async (code) => {
+    await expectBusy(65, await liveIdentity(process.ppid), {
+      testHooks: { fs: refusing(process.ppid, code) },
+    });
+  });
+
+  it.each(["EACCES", "EPERM"])(
+    "judges an exited holder by kill(pid, 0): breaks its record (%s)",
+    async (code) => {
+      const pid = await pidOfExitedProcess();
+      await expectBroken(65, { pid }, { testHooks: { fs: refusing(pid, code) } });
+    },
+  );
 });
 
 // A second process in its own PID namespace (pid 2 there; `sh` is its pid 1) and /proc.

@@ -131,14 +131,20 @@ export async function expectBroken(
  * A capture of seed `seed`'s pack waits for the record of `holder` planted on that pack, then
  * gives up with a retryable busy error, the record untouched and nothing of the pack published.
  */
-export async function expectBusy(seed: number, holder: Holder): Promise<void> {
+export async function expectBusy(seed: number, holder: Holder, options: CaptureOptions = {}): Promise<void> {
   const pack = await packNameFor(seed);
   const repo = await repoWithLargeFile(seed);
   const planted = await plantRecord(repo, pack, holder);
   const { clock, timer } = waitingClock();
   let waits = 0;
   const error = await rejectionOf(
-    capture(repo, { clock, timer, packBusyTimeoutMs: 1_000, testHooks: { onPackBusy: () => waits++ } }),
+    capture(repo, {
+      ...options,
+      clock,
+      timer,
+      packBusyTimeoutMs: 1_000,
+      testHooks: { ...options.testHooks, onPackBusy: () => waits++ },
+    }),
   );
   expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PACK_BUSY");
   expect(error.permanent).toBe(false);

@@ -3,7 +3,7 @@
  * a record, bounded waits, release, the race against a real second process, and the orphan
  * a capture killed with SIGKILL between `.pack` and `.idx` leaves behind.
  */
-import { readdir, stat, unlink } from "node:fs/promises";
+import { readdir, stat, unlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { realPublishFs, type PublishFs } from "../../src";
 import {
@@ -252,6 +252,34 @@ describe("recovery of a publication abandoned by a dead capture", () => {
     expect((await repo.git(["cat-file", "-s", `${again.value.commit}:a-large.bin`])).trim()).toBe(
       String(bigContent(31).length),
     );
+    await fsckStrict(repo);
+  });
+
+  it("goes on when a pack cannot be recovered (EIO): reported, its record left for a later publication", async () => {
+    const repo = await makeRepo();
+    const pack = `pack-${"2".repeat(40)}`;
+    const leftover = path.join(repo.objects, "pack", `${pack}.pack`);
+    await writeFile(leftover, "the .pack of a capture that died before its .idx");
+    await plantRecord(repo, pack, { pid: await pidOfExitedProcess() });
+    const failing: PublishFs = {
+      ...realPublishFs,
+      unlink: async (target) => {
+        if (target === leftover) throw errnoError("EIO", "unlink", target);
+        return realPublishFs.unlink(target);
+      },
+    };
+    const { value, published } = await smallCapture(repo, "published anyway\n", failing);
+    await repo.git(["cat-file", "-e", value.trim()]);
+    expect(published.recoveredPacks).toEqual([]);
+    expect(published.recoveryFailures).toEqual([{ pack, reason: expect.stringContaining("EIO") }]);
+    expect(await packsIn(repo.objects)).toEqual([`${pack}.pack`]);
+    expect(await ownerEntries(repo)).toEqual([pack]);
+    // The next publication recovers it.
+    const again = await smallCapture(repo, "later\n");
+    expect(again.published.recoveredPacks).toEqual([pack]);
+    expect(again.published.recoveryFailures).toEqual([]);
+    expect(await packsIn(repo.objects)).toEqual([]);
+    expect(await ownerEntries(repo)).toBeNull();
     await fsckStrict(repo);
   });
 
