@@ -33,11 +33,17 @@
  *    write) is dead once its mtime is `staleAfterMs` old.
  *  - Break a dead holder's record R (lockId r): take the break lock `<pack>.break-<r>`
  *    exactly as a record is taken, so only one capture anywhere breaks R (a dead breaker's
- *    break lock is broken the same way, under `<pack>.break-<its lockId>`); under it, re-read
- *    R and unlink it only if it still has lockId r; drop the break lock; take the record
- *    again. A record is never moved aside or put back, so a live record can neither be lost
- *    nor resurrected after its release: it is removed only by its owner, or by the one
- *    holder of its break lock after that holder saw it dead, and a dead holder stays dead.
+ *    break lock is broken the same way, under `<pack>.break-<its lockId>`); under it, write
+ *    this capture's record under a temporary name `<pack>.new-<lockId>`, re-read R and, if
+ *    it still has lockId r and its inode and is still dead (an unreadable record's inode may
+ *    have been reused by a fresh one), rename the temporary record over R; drop the break
+ *    lock. The breaker now holds the pack and knows it was abandoned (`tookOverAbandoned`):
+ *    the name was never free, so no other capture can take the pack in between without
+ *    learning that. A record is never moved aside or put back, so a live record can neither
+ *    be lost nor resurrected after its release: it is replaced only by the one holder of
+ *    its break lock after that holder saw it dead, and a dead holder stays dead. The rename
+ *    needs no fsync: a power loss that undoes it brings back the dead record, which guards
+ *    the same pack.
  *  - Release: re-read the record and unlink it only if its lockId is still ours (the name
  *    can be someone else's after another host broke ours by age), then unregister.
  *  - Wait: captures of this process queue on one promise per pack; across processes the
@@ -105,9 +111,8 @@ export interface OwnerRecord extends ProcessIdentity {
 }
 
 /** What the name of a record or break lock holds right now. */
-type Observed =
-  | { kind: "gone" }
-  | { kind: "held"; lockId: string; ino: number; mtimeMs: number; record: OwnerRecord | null };
+type Held = { kind: "held"; lockId: string; ino: number; mtimeMs: number; record: OwnerRecord | null };
+type Observed = { kind: "gone" } | Held;
 
 type Taken = { lockId: string; brokeDead: boolean };
 
@@ -169,19 +174,21 @@ export async function tryAcquirePackOwnership(
 }
 
 /**
- * Removes the break locks of pack `packName` whose holders are dead (a breaker that crashed
- * leaves one). The caller holds the pack.
+ * Removes the other entries of pack `packName` (break locks, temporary records) whose
+ * holders are dead: a breaker that crashed leaves them. The caller holds the pack.
  */
-export async function removeDeadBreakLocks(
+export async function removeDeadLeftovers(
   objectsDir: string,
   packName: string,
   options: OwnershipOptions,
 ): Promise<void> {
   const owners = new OwnersDir(objectsDir, options);
   for (const name of await owners.list()) {
-    if (!name.startsWith(`${packName}.break-`)) continue;
+    if (!name.startsWith(`${packName}.`)) continue;
     const seen = await owners.read(name);
-    if (seen.kind === "held" && (await owners.isDead(seen))) await owners.breakDead(name, seen);
+    if (seen.kind !== "held" || !(await owners.isDead(seen))) continue;
+    const taken = await owners.replaceDead(name, seen);
+    if (taken !== "busy" && taken !== "changed") await owners.release(name, taken.lockId);
   }
 }
 
@@ -296,40 +303,61 @@ class OwnersDir {
     };
   }
 
-  /** Creates `name` for this capture, breaking a dead holder's; "busy" while a live one holds it. */
+  /** Creates `name` for this capture, replacing a dead holder's; "busy" while a live one holds it. */
   async tryTake(name: string): Promise<Taken | "busy"> {
-    let brokeDead = false;
     for (;;) {
       const lockId = randomUUID();
-      if (await this.create(name, lockId)) return { lockId, brokeDead };
+      const created = await this.create(name, lockId);
+      if (created) return { lockId, brokeDead: false };
       const seen = await this.read(name);
       if (seen.kind === "gone") continue;
       if (!(await this.isDead(seen))) return "busy";
-      const outcome = await this.breakDead(name, seen);
-      if (outcome === "busy") return "busy";
-      if (outcome === "removed") brokeDead = true;
+      const outcome = await this.replaceDead(name, seen);
+      if (outcome !== "changed") return outcome;
     }
   }
 
-  /** Removes `name` if it still is the dead record `seen`, under that record's break lock. */
-  async breakDead(
-    name: string,
-    seen: Extract<Observed, { kind: "held" }>,
-  ): Promise<"removed" | "changed" | "busy"> {
-    const breakLock = `${packOf(name)}.break-${seen.lockId}`;
-    const taken = await this.tryTake(breakLock);
-    if (taken === "busy") return "busy";
+  /**
+   * Replaces `name`, if it still is the dead record `seen`, by a record of this capture,
+   * under that record's break lock: the new record is written under a temporary name and
+   * renamed over the dead one, so the name is never free for another capture to take
+   * without learning that the pack was abandoned.
+   */
+  async replaceDead(name: string, seen: Held): Promise<Taken | "changed" | "busy"> {
+    const pack = packOf(name);
+    const guard = await this.tryTake(`${pack}.break-${seen.lockId}`);
+    if (guard === "busy") return "busy";
     try {
-      const now = await this.read(name);
-      if (now.kind !== "held" || now.lockId !== seen.lockId || now.ino !== seen.ino) return "changed";
-      await this.options.fs.unlink(path.join(this.dir, name)).catch(ignore("ENOENT"));
-      return "removed";
+      const lockId = randomUUID();
+      const temp = `${pack}.new-${lockId}`;
+      const created = await this.create(temp, lockId);
+      if (!created) throw new Error(`${temp} exists`); // a fresh random name: never
+      try {
+        // Still the record seen, and still dead: an unreadable record is named by its inode,
+        // which a new file may have reused; its fresh mtime then says so.
+        const now = await this.read(name);
+        if (
+          now.kind !== "held" ||
+          now.lockId !== seen.lockId ||
+          now.ino !== seen.ino ||
+          !(await this.isDead(now))
+        ) {
+          await this.discard(temp, lockId, created.ino);
+          return "changed";
+        }
+        await this.options.fs.rename(path.join(this.dir, temp), path.join(this.dir, name));
+      } catch (error) {
+        await this.discard(temp, lockId, created.ino);
+        throw error;
+      }
+      return { lockId, brokeDead: true };
     } finally {
-      await this.release(breakLock, taken.lockId);
+      // A break lock left behind is clutter for recovery, never a reason to undo the take.
+      await this.release(`${pack}.break-${seen.lockId}`, guard.lockId).catch(() => undefined);
     }
   }
 
-  async isDead(seen: Extract<Observed, { kind: "held" }>): Promise<boolean> {
+  async isDead(seen: Held): Promise<boolean> {
     const { clock, staleAfterMs, fs } = this.options;
     const holder = seen.record;
     if (!holder) return clock.now() - seen.mtimeMs > staleAfterMs;
@@ -373,7 +401,7 @@ class OwnersDir {
   }
 
   /** Unlinks `name` only if it still is lock `lockId`; then this process no longer holds it. */
-  private async release(name: string, lockId: string): Promise<void> {
+  async release(name: string, lockId: string): Promise<void> {
     try {
       const seen = await this.read(name);
       if (seen.kind === "held" && seen.lockId === lockId) {
@@ -384,7 +412,17 @@ class OwnersDir {
     }
   }
 
-  private async create(name: string, lockId: string): Promise<boolean> {
+  /** Removes our own temporary record `name` (if it still is inode `ino`) and unregisters it. */
+  private async discard(name: string, lockId: string, ino: number): Promise<void> {
+    try {
+      await unlinkIfSame(this.options.fs, path.join(this.dir, name), ino);
+    } finally {
+      registered.delete(lockId);
+    }
+  }
+
+  /** Creates `name` as lock `lockId`; null when it exists. */
+  private async create(name: string, lockId: string): Promise<{ ino: number } | null> {
     const { fs, clock, shared, captureId } = this.options;
     const record: OwnerRecord = {
       lockId,
@@ -396,14 +434,13 @@ class OwnersDir {
     const file = path.join(this.dir, name);
     // Registered first: from the instant the file exists, this process counts it as live.
     registered.add(lockId);
-    let holding = false;
+    let holding: { ino: number } | null = null;
     try {
       for (let attempt = 0; !holding; attempt += 1) {
         try {
-          await fs.createExclusive(file, JSON.stringify(record));
-          holding = true;
+          holding = await fs.createExclusive(file, JSON.stringify(record));
         } catch (error) {
-          if (errnoCode(error) === "EEXIST") return false;
+          if (errnoCode(error) === "EEXIST") return null;
           // The directory is created on first use and removed when empty, possibly just now.
           if (errnoCode(error) !== "ENOENT" || attempt === 3) throw error;
           await this.ensureDirectory();
@@ -415,10 +452,10 @@ class OwnersDir {
         await fs.syncDir(this.dir);
       } catch (error) {
         await fs.unlink(file).catch(() => undefined); // ours: registered, so nobody broke it
-        holding = false;
+        holding = null;
         throw error;
       }
-      return true;
+      return holding;
     } finally {
       if (!holding) registered.delete(lockId);
     }
@@ -475,4 +512,13 @@ function ignore(...codes: string[]): (error: unknown) => void {
   return (error) => {
     if (!codes.includes(errnoCode(error) ?? "")) throw error;
   };
+}
+
+/**
+ * Unlinks `file` if it still is inode `ino` (ENOENT ignored). Between the check and the
+ * unlink the name could still change hands; the check only narrows that to microseconds.
+ */
+async function unlinkIfSame(fs: PublishFs, file: string, ino: number): Promise<void> {
+  if ((await fs.lstat(file))?.ino !== ino) return;
+  await fs.unlink(file).catch(ignore("ENOENT"));
 }

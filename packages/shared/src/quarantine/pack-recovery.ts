@@ -8,7 +8,7 @@
  * At the start of every publication, each pack named in the owners directory whose holder
  * is dead is taken over (breaking the dead record) and, while held, whatever of it is in the
  * store without its `.idx` is removed, in reverse publication order. Dead breakers' leftover
- * break locks are removed too. A pack held by a live capture is skipped, never waited for.
+ * break locks and temporary records are removed too. A pack held by a live capture is skipped, never waited for.
  * A pack that has its `.idx` is complete and left alone. Each pack is recovered on its own:
  * one whose recovery fails (EIO, EACCES) is reported (`published.recoveryFailures`), its
  * record stays for a later publication, and this publication goes on.
@@ -25,7 +25,7 @@ import { PACK_NAME, PACK_ORDER } from "./pack-files";
 import {
   listOwnerEntries,
   packOf,
-  removeDeadBreakLocks,
+  removeDeadLeftovers,
   tryAcquirePackOwnership,
   type OwnershipOptions,
   type PackOwnership,
@@ -71,7 +71,7 @@ async function recoverPack(objectsDir: string, pack: string, options: OwnershipO
     if (ownership.tookOverAbandoned) {
       removed = await removeUnindexedPack(options.fs, path.join(objectsDir, "pack"), pack);
     }
-    await removeDeadBreakLocks(objectsDir, pack, options);
+    await removeDeadLeftovers(objectsDir, pack, options);
     return removed.length > 0;
   });
 }

@@ -3,7 +3,7 @@
  * a record, bounded waits, release, the race against a real second process, and the orphan
  * a capture killed with SIGKILL between `.pack` and `.idx` leaves behind.
  */
-import { readdir, stat, unlink, writeFile } from "node:fs/promises";
+import { mkdir, readdir, stat, unlink, utimes, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { realPublishFs, type PublishFs } from "../../src";
 import {
@@ -35,10 +35,13 @@ import {
   waitingClock,
 } from "./ownership-fixture";
 import { liveIdentity, ownerEntries, ownersDir, plantRecord, readRecord } from "./owners";
-import { startPublisher } from "./publisher";
+import { startPublisher, stopPublishers } from "./publisher";
 import { rejectionOf } from "../rejection";
 
-afterEach(cleanup);
+afterEach(async () => {
+  stopPublishers();
+  await cleanup();
+});
 
 describe("who may break an ownership record", () => {
   it("a capture never breaks a live record held by another capture of its own process", async () => {
@@ -154,6 +157,64 @@ describe("who may break an ownership record", () => {
     expect(await ownerEntries(repo)).toEqual([pack, breaker]);
     expect((await stat(path.join(ownersDir(repo), pack))).ino).toBe(before);
     await fsckStrict(repo);
+  });
+});
+
+describe("breaking a dead record", () => {
+  it("replaces it in one step, so another process never takes the pack without recovering it", async () => {
+    const pack = await packNameFor(11);
+    const repo = await repoWithLargeFile(11);
+    // A capture died right after reserving `.pack` with the rename fallback: an empty
+    // placeholder, invisible to git, guarded by its record.
+    await writeFile(path.join(repo.objects, "pack", `${pack}.pack`), "");
+    await plantRecord(repo, pack, { pid: await pidOfExitedProcess() });
+    // This capture breaks that record and stops as it drops the break lock.
+    const x = gatedFs(
+      (call, target) => call === "unlink" && path.basename(target).startsWith(`${pack}.break-`),
+    );
+    const running = capture(repo, { ref: "refs/reclaim/x", testHooks: { fs: x.fs } });
+    await x.stopped;
+    expect((await readRecord(repo, pack)).pid).toBe(process.pid);
+    // A second process reaching the pack now finds it held, not free.
+    const z = startPublisher(repo, { ref: "refs/reclaim/z" });
+    await z.line("busy");
+    x.open();
+    expect((await running).published.recoveredPacks).toEqual([pack]);
+    expect(await z.exited).toBe(0);
+    const commits = [(await running).value.commit, (await z.line("commit ")).slice("commit ".length)];
+    for (const commit of commits) {
+      expect((await repo.git(["cat-file", "-s", `${commit}:a-large.bin`])).trim()).toBe(
+        String(bigContent(11).length),
+      );
+    }
+    await repo.git(["verify-pack", path.join(repo.objects, "pack", `${pack}.idx`)]);
+    expect(await ownerEntries(repo)).toBeNull();
+    await fsckStrict(repo);
+  });
+
+  it("leaves an unreadable record whose inode became a fresh record while it took the break lock", async () => {
+    const pack = await packNameFor(12);
+    const repo = await repoWithLargeFile(12);
+    // A record a crash left empty, an hour ago: dead by its age, named by its inode.
+    const record = path.join(ownersDir(repo), pack);
+    await mkdir(ownersDir(repo), { recursive: true });
+    await writeFile(record, "");
+    const anHourAgo = new Date(Date.now() - 3_600_000);
+    await utimes(record, anHourAgo, anHourAgo);
+    const ino = (await stat(record)).ino;
+    const x = gatedFs(
+      (call, target) => call === "createExclusive" && path.basename(target) === `${pack}.break-ino${ino}`,
+    );
+    const { clock, timer } = waitingClock();
+    const running = capture(repo, { clock, timer, packBusyTimeoutMs: 1_000, testHooks: { fs: x.fs } });
+    await x.stopped;
+    // Meanwhile the inode became a new capture's record, still being written: fresh.
+    const now = new Date();
+    await utimes(record, now, now);
+    x.open();
+    expect((await rejectionOf(running)).code).toBe("RECLAIM_ERR_QUARANTINE_PACK_BUSY");
+    expect((await stat(record)).ino).toBe(ino);
+    expect(await packsIn(repo.objects)).toEqual([]);
   });
 });
 
