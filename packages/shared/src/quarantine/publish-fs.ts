@@ -42,8 +42,15 @@ export interface PublishFs {
   /** fsyncs a directory, so the entries created in it survive a power loss. */
   syncDir(target: string): Promise<void>;
   readFile(target: string): Promise<string>;
+  /**
+   * The size of `target` and its last `TAIL_BYTES` bytes (hex): for a pack or its reverse
+   * index, the trailing checksum of the whole content.
+   */
+  fingerprint(target: string): Promise<{ size: number; tail: string }>;
   removeTree(target: string): Promise<void>;
 }
+
+export const TAIL_BYTES = 64;
 
 export const realPublishFs: PublishFs = {
   link: (from, to) => link(from, to),
@@ -91,5 +98,16 @@ export const realPublishFs: PublishFs = {
     }
   },
   readFile: (target) => readFile(target, "utf8"),
+  fingerprint: async (target) => {
+    const handle = await open(target, constants.O_RDONLY);
+    try {
+      const { size } = await handle.stat();
+      const tail = Buffer.alloc(Math.min(size, TAIL_BYTES));
+      await handle.read(tail, 0, tail.length, size - tail.length);
+      return { size, tail: tail.toString("hex") };
+    } finally {
+      await handle.close();
+    }
+  },
   removeTree: (target) => rm(target, { recursive: true, force: true, maxRetries: 3 }),
 };
