@@ -451,7 +451,8 @@ class OwnersDir {
         await adjustSharedPerm(fs, shared, file);
         await fs.syncDir(this.dir);
       } catch (error) {
-        await fs.unlink(file).catch(() => undefined); // ours: registered, so nobody broke it
+        // Registered, so nobody here broke it; still, only while it is our inode.
+        await unlinkIfSame(fs, file, holding.ino).catch(() => undefined);
         holding = null;
         throw error;
       }

@@ -77,13 +77,17 @@ export const realPublishFs: PublishFs = {
   rmdir: (target) => rmdir(target),
   createExclusive: async (target, content) => {
     const handle = await open(target, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o666);
+    let ino: number | undefined;
     try {
+      ino = (await handle.stat()).ino;
       await handle.writeFile(content);
       await handle.sync();
-      return { ino: (await handle.stat()).ino };
+      return { ino };
     } catch (error) {
-      // Ours alone (O_EXCL), so removing it cannot hit anybody else's file.
-      await unlink(target).catch(() => undefined);
+      // Ours (O_EXCL), unless the name changed hands meanwhile (an unreadable ownership
+      // record is breakable once old enough): removed only while it is still this inode.
+      const now = await lstat(target).catch(() => null);
+      if (now && (ino === undefined || now.ino === ino)) await unlink(target).catch(() => undefined);
       throw error;
     } finally {
       await handle.close();

@@ -3,7 +3,7 @@
  * a record, bounded waits, release, the race against a real second process, and the orphan
  * a capture killed with SIGKILL between `.pack` and `.idx` leaves behind.
  */
-import { mkdir, readdir, stat, unlink, utimes, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rename, stat, unlink, utimes, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { realPublishFs, type PublishFs } from "../../src";
 import {
@@ -219,6 +219,30 @@ describe("breaking a dead record", () => {
 });
 
 describe("a capture that no longer owns its pack", () => {
+  it("does not remove the record it failed to make durable once the name is another capture's", async () => {
+    const repo = await repoWithLargeFile(15);
+    let theirs: { name: string; lockId: string } | undefined;
+    const fs: PublishFs = {
+      ...realPublishFs,
+      syncDir: async (target) => {
+        if (theirs === undefined && path.basename(target) === "reclaim-pack-owners") {
+          // This capture's record exists; before it is durable the name changes hands (a
+          // new file renamed over it: another inode).
+          const [name] = (await readdir(target)).filter((n) => !n.includes("."));
+          const record = await plantRecord(repo, `${name}.theirs`, { pid: 1, bootId: "another-machine" });
+          await rename(path.join(target, `${name}.theirs`), path.join(target, name!));
+          theirs = { name: name!, lockId: record.lockId };
+          throw errnoError("EIO", "fsync", target);
+        }
+        return realPublishFs.syncDir(target);
+      },
+    };
+    const error = await rejectionOf(capture(repo, { testHooks: { fs } }));
+    expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED");
+    expect(error.message).toContain("EIO");
+    expect((await readRecord(repo, theirs!.name)).lockId).toBe(theirs!.lockId);
+  });
+
   it("neither releases the record nor removes the pack files it linked", async () => {
     const repo = await repoWithLargeFile(13);
     const a = gatedFs((call, target) => call === "link" && target.endsWith(".idx"));
