@@ -45,15 +45,20 @@
  *    needs no fsync: a power loss that undoes it brings back the dead record, which guards
  *    the same pack.
  *  - Release: re-read the record and unlink it only if its lockId is still ours (the name
- *    can be someone else's after another host broke ours by age), then unregister.
+ *    can be someone else's after another host broke ours by age), then unregister. If the
+ *    unlink fails, the record is marked abandoned (below) instead.
  *  - Wait: captures of this process queue on one promise per pack; across processes the
  *    record is polled every 20 ms; both together are bounded by `busyTimeoutMs` and end in
  *    retryable RECLAIM_ERR_QUARANTINE_PACK_BUSY.
  *  - Recovery: a broken record means its capture died mid-publication or mid-compensation.
  *    The capture that breaks it learns this (`tookOverAbandoned`) and, holding the pack,
  *    removes whatever of the pack is in the store without its `.idx` (pack-recovery.ts). If
- *    that removal fails, the new record is left in place (`abandon()`), dead to this process
- *    at once and to others when this process ends, so recovery is tried again.
+ *    that removal fails, the new record is left in place (`abandon()`) so recovery is tried
+ *    again.
+ *  - Abandon (and a failed release, of a record or a break lock): the holder rewrites its
+ *    record in place with `abandoned: true`, only while the name is still its own inode;
+ *    such a record is dead to every process at once. If even that write fails, the record
+ *    is dead to this process at once and to others when this process ends.
  *
  * Holding lasts a few link(2) calls, so contention only arises between captures of identical
  * content. Limits: a holder on another host that freezes for `staleAfterMs` loses its record
@@ -95,10 +100,11 @@ export interface PackOwnership {
   /** Removes the record if it is still this one. */
   release(): Promise<void>;
   /**
-   * Leaves the record in place but unregistered: dead to this process now and to every
-   * other once this process ends, so the next publication recovers the pack again.
+   * Leaves the record in place, marked abandoned (and unregistered): dead to every process
+   * at once, so the next publication anywhere recovers the pack again. If the mark cannot
+   * be written, the record is dead to this process now and to others when it ends.
    */
-  abandon(): void;
+  abandon(): Promise<void>;
 }
 
 export interface OwnerRecord extends ProcessIdentity {
@@ -108,13 +114,15 @@ export interface OwnerRecord extends ProcessIdentity {
   instance: string;
   /** Milliseconds since the epoch, by the capture's clock. */
   createdAt: number;
+  /** Set by its holder when it leaves the record behind (abandon, failed release): dead. */
+  abandoned?: true;
 }
 
 /** What the name of a record or break lock holds right now. */
 type Held = { kind: "held"; lockId: string; ino: number; mtimeMs: number; record: OwnerRecord | null };
 type Observed = { kind: "gone" } | Held;
 
-type Taken = { lockId: string; brokeDead: boolean };
+type Taken = { lockId: string; ino: number; brokeDead: boolean };
 
 export const OWNERS_DIR = path.join("info", "reclaim-pack-owners");
 const POLL_MS = 20;
@@ -188,7 +196,7 @@ export async function removeDeadLeftovers(
     const seen = await owners.read(name);
     if (seen.kind !== "held" || !(await owners.isDead(seen))) continue;
     const taken = await owners.replaceDead(name, seen);
-    if (taken !== "busy" && taken !== "changed") await owners.release(name, taken.lockId);
+    if (taken !== "busy" && taken !== "changed") await owners.release(name, taken);
   }
 }
 
@@ -289,16 +297,20 @@ class OwnersDir {
       release: async () => {
         if (done) return;
         try {
-          await this.release(packName, taken.lockId);
+          await this.release(packName, taken);
           await this.options.fs.rmdir(this.dir).catch(ignore("ENOTEMPTY", "ENOENT", "EEXIST"));
         } finally {
           finish();
         }
       },
-      abandon: () => {
+      abandon: async () => {
         if (done) return;
         registered.delete(taken.lockId); // the record itself stays in place
-        finish();
+        try {
+          await this.markAbandoned(packName, taken).catch(() => undefined);
+        } finally {
+          finish();
+        }
       },
     };
   }
@@ -308,7 +320,7 @@ class OwnersDir {
     for (;;) {
       const lockId = randomUUID();
       const created = await this.create(name, lockId);
-      if (created) return { lockId, brokeDead: false };
+      if (created) return { lockId, ino: created.ino, brokeDead: false };
       const seen = await this.read(name);
       if (seen.kind === "gone") continue;
       if (!(await this.isDead(seen))) return "busy";
@@ -350,10 +362,10 @@ class OwnersDir {
         await this.discard(temp, lockId, created.ino);
         throw error;
       }
-      return { lockId, brokeDead: true };
+      return { lockId, ino: created.ino, brokeDead: true };
     } finally {
       // A break lock left behind is clutter for recovery, never a reason to undo the take.
-      await this.release(`${pack}.break-${seen.lockId}`, guard.lockId).catch(() => undefined);
+      await this.release(`${pack}.break-${seen.lockId}`, guard).catch(() => undefined);
     }
   }
 
@@ -361,6 +373,7 @@ class OwnersDir {
     const { clock, staleAfterMs, fs } = this.options;
     const holder = seen.record;
     if (!holder) return clock.now() - seen.mtimeMs > staleAfterMs;
+    if (holder.abandoned) return true;
     if (isThisProcess(holder)) {
       // Another copy of this module holds what it holds: live while this process runs.
       return holder.instance === INSTANCE && !registered.has(holder.lockId);
@@ -400,16 +413,34 @@ class OwnersDir {
     );
   }
 
-  /** Unlinks `name` only if it still is lock `lockId`; then this process no longer holds it. */
-  async release(name: string, lockId: string): Promise<void> {
+  /**
+   * Unlinks `name` only if it still is lock `taken`; then this process no longer holds it.
+   * If that fails, the lock is left marked abandoned, so that any process may break it.
+   */
+  async release(name: string, taken: Taken): Promise<void> {
     try {
       const seen = await this.read(name);
-      if (seen.kind === "held" && seen.lockId === lockId) {
+      if (seen.kind === "held" && seen.lockId === taken.lockId) {
         await this.options.fs.unlink(path.join(this.dir, name)).catch(ignore("ENOENT"));
       }
+    } catch (error) {
+      await this.markAbandoned(name, taken).catch(() => undefined);
+      throw error;
     } finally {
-      registered.delete(lockId);
+      registered.delete(taken.lockId);
     }
+  }
+
+  /**
+   * Rewrites lock `taken` at `name` in place with `abandoned` set, if it still is that lock's
+   * inode (never someone else's record). A reader meanwhile sees the old record, an
+   * unreadable one (fresh, so live), or the marked one.
+   */
+  private async markAbandoned(name: string, taken: Taken): Promise<void> {
+    const seen = await this.read(name);
+    if (seen.kind !== "held" || seen.lockId !== taken.lockId || !seen.record) return;
+    const marked: OwnerRecord = { ...seen.record, abandoned: true };
+    await this.options.fs.overwriteIfSame(path.join(this.dir, name), taken.ino, JSON.stringify(marked));
   }
 
   /** Removes our own temporary record `name` (if it still is inode `ino`) and unregisters it. */
@@ -497,6 +528,7 @@ function parseRecord(text: string): OwnerRecord | null {
       pid: parsed.pid,
       pidStart: String(parsed.pidStart ?? ""),
       createdAt: parsed.createdAt,
+      ...(parsed.abandoned === true ? { abandoned: true as const } : {}),
     };
   } catch {
     return null;

@@ -78,14 +78,14 @@ async function recoverPack(objectsDir: string, pack: string, options: OwnershipO
 
 /**
  * Runs `fn` holding `ownership`, then releases it; if `fn` fails, the record is abandoned
- * instead (left in place for the next publication to recover) and the error rethrown.
+ * instead (left in place, marked, for the next publication to recover) and the error rethrown.
  */
 export async function whileHolding<T>(ownership: PackOwnership, fn: () => Promise<T>): Promise<T> {
   let value: T;
   try {
     value = await fn();
   } catch (error) {
-    ownership.abandon();
+    await ownership.abandon();
     throw error;
   }
   await ownership.release();

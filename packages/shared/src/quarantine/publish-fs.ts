@@ -39,6 +39,11 @@ export interface PublishFs {
    * link), writes `content` and fsyncs it. If writing fails, the file is removed again.
    */
   createExclusive(target: string, content: string): Promise<{ ino: number }>;
+  /**
+   * Overwrites `target` in place with `content` (and fsyncs it) if it still is inode `ino`;
+   * resolves false when it is absent or another file.
+   */
+  overwriteIfSame(target: string, ino: number, content: string): Promise<boolean>;
   /** fsyncs a directory, so the entries created in it survive a power loss. */
   syncDir(target: string): Promise<void>;
   readFile(target: string): Promise<string>;
@@ -89,6 +94,23 @@ export const realPublishFs: PublishFs = {
       const now = await lstat(target).catch(() => null);
       if (now && (ino === undefined || now.ino === ino)) await unlink(target).catch(() => undefined);
       throw error;
+    } finally {
+      await handle.close();
+    }
+  },
+  overwriteIfSame: async (target, ino, content) => {
+    const handle = await open(target, constants.O_WRONLY).catch((error: unknown) => {
+      if ((error as { code?: string }).code === "ENOENT") return null;
+      throw error;
+    });
+    if (!handle) return false;
+    try {
+      if ((await handle.stat()).ino !== ino) return false;
+      const bytes = Buffer.from(content);
+      await handle.write(bytes, 0, bytes.length, 0);
+      await handle.truncate(bytes.length);
+      await handle.sync();
+      return true;
     } finally {
       await handle.close();
     }

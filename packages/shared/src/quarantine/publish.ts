@@ -191,7 +191,7 @@ async function publishPack(
     const clean = !leftovers && (await compensate(fs, ownership, path.join(to, `${pack}.idx`), created));
     if (clean)
       await ownership.release().catch(() => undefined); // the publication error is what matters
-    else ownership.abandon();
+    else await ownership.abandon();
     throw error;
   }
   await step(`releasing ownership of ${pack}`, () => ownership.release());

@@ -368,6 +368,59 @@ describe("recovery of a publication abandoned by a dead capture", () => {
     await fsckStrict(repo);
   });
 
+  it("marks the record a failed compensation leaves, so another process recovers the pack at once", async () => {
+    const repo = await repoWithLargeFile(33);
+    let pack = "";
+    const fs: PublishFs = {
+      ...realPublishFs,
+      link: async (from, to) => {
+        if (!to.endsWith(".idx")) return realPublishFs.link(from, to);
+        pack = path.basename(to, ".idx");
+        throw errnoError("ENOSPC", "link", to);
+      },
+      unlink: async (target) => {
+        if (pack && target === path.join(repo.objects, "pack", `${pack}.pack`)) {
+          throw errnoError("EIO", "unlink", target);
+        }
+        return realPublishFs.unlink(target);
+      },
+    };
+    expect((await rejectionOf(capture(repo, { testHooks: { fs } }))).code).toBe(
+      "RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED",
+    );
+    const left = await readRecord(repo, pack);
+    expect([left.pid, left.abandoned]).toEqual([process.pid, true]);
+    expect(await packsIn(repo.objects)).toEqual([`${pack}.pack`]);
+    // This process still runs: only the mark lets another process recover the pack now.
+    const other = startPublisher(repo, { ref: "refs/reclaim/other", packBusyTimeoutMs: 1_000 });
+    expect(await other.exited).toBe(0);
+    expect(await other.line("recovered ")).toBe(`recovered ${pack}`);
+    await repo.git(["verify-pack", path.join(repo.objects, "pack", `${pack}.idx`)]);
+    expect(await ownerEntries(repo)).toBeNull();
+    await fsckStrict(repo);
+  });
+
+  it("marks a record whose release failed, so another process may take the pack at once", async () => {
+    const repo = await repoWithLargeFile(34);
+    let failed = false;
+    const fs: PublishFs = {
+      ...realPublishFs,
+      unlink: async (target) => {
+        if (failed || !isRecord(target)) return realPublishFs.unlink(target);
+        failed = true;
+        throw errnoError("EIO", "unlink", target);
+      },
+    };
+    const error = await rejectionOf(capture(repo, { testHooks: { fs } }));
+    expect(error.message).toMatch(/releasing ownership.*EIO/);
+    const [pack] = (await ownerEntries(repo))!;
+    expect((await readRecord(repo, pack!)).abandoned).toBe(true);
+    const other = startPublisher(repo, { ref: "refs/reclaim/other", packBusyTimeoutMs: 1_000 });
+    expect(await other.exited).toBe(0);
+    expect(await ownerEntries(repo)).toBeNull();
+    await fsckStrict(repo);
+  });
+
   it("leaves a pack alone while its live owner is publishing it", async () => {
     const repo = await repoWithLargeFile(32);
     const a = gatedFs((call, target) => call === "link" && target.endsWith(".idx"));

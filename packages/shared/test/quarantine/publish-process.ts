@@ -17,6 +17,7 @@ import { makeRepoHandle } from "./repo-handle";
 
 export interface Script {
   ref?: string;
+  packBusyTimeoutMs?: number;
   packing?: CaptureOptions["packing"];
   /** A pack file extension: stop when publication is about to link that file. */
   at?: string;
@@ -61,6 +62,7 @@ function lineOnStdin(): Promise<void> {
 capture(makeRepoHandle(process.argv[2]!), {
   ref: script.ref,
   packing: script.packing,
+  packBusyTimeoutMs: script.packBusyTimeoutMs,
   onCommit: (commit, ctx) => {
     signal = ctx.signal;
     process.stdout.write(`commit ${commit}\n`);
