@@ -19,18 +19,26 @@
  *    write, fsync it and its directory (so a record that a power loss would lose never
  *    guards a `.pack` that survived). EEXIST means somebody holds it. No hard link is
  *    needed, so this works where the filesystem refuses them.
- *  - Holder dead? Judged from the record: a record of this very process and this copy of
- *    the module is live exactly when its lockId is registered here (registered before the
- *    create, unregistered after the unlink, so a record being created here is never taken
- *    for dead, and one a failed release left behind is); one of another copy of the module
- *    in this process (a worker thread, a second bundle) is live while this process runs;
- *    the same kernel (boot id) and PID namespace: the pid must run with the same start time
- *    (a reused pid has another), whatever the hostname; the same kernel, another PID
- *    namespace (a container next to this one, even of the same hostname): dead once
- *    `createdAt` is `staleAfterMs` old; another boot id: dead if `createdAt` is before this
- *    kernel booted (an earlier boot of this machine), otherwise (another machine on a
- *    network store) by age as well. An unreadable record (a crash between create and
- *    write) is dead once its mtime is `staleAfterMs` old.
+ *  - Holder dead? Judged from the record, first rule that applies (process-identity.ts):
+ *     - marked `abandoned` by its holder (below): dead;
+ *     - unreadable (a crash between create and write): dead once its mtime is
+ *       `staleAfterMs` old;
+ *     - this very process, this copy of the module: live exactly while its lockId is
+ *       registered here (registered before the create, unregistered after the unlink, so a
+ *       record being created here is never taken for dead, and one a failed release left
+ *       behind is);
+ *     - this process, another copy of the module (a worker thread, a second bundle: same
+ *       pid and start time, another `instance`): live while this process runs;
+ *     - the same kernel (boot id) and PID namespace: live while the pid runs with the same
+ *       start time (a reused pid has another), whatever the hostname (docker-compose
+ *       workers with `pid: host` have their own); where /proc/<pid>/stat cannot be read
+ *       (hidepid: ENOENT, EACCES, EPERM), kill(pid, 0) alone decides;
+ *     - the same kernel, another PID namespace (a container next to this one, even of the
+ *       same hostname, whose pids mean other processes here): dead once `createdAt` is
+ *       `staleAfterMs` old;
+ *     - another boot id: dead if `createdAt` is before this kernel booted (btime: an earlier
+ *       boot of this machine), otherwise (another machine on a network store) by age too.
+ *       A record without a PID namespace (an earlier version) is judged by age.
  *  - Break a dead holder's record R (lockId r): take the break lock `<pack>.break-<r>`
  *    exactly as a record is taken, so only one capture anywhere breaks R (a dead breaker's
  *    break lock is broken the same way, under `<pack>.break-<its lockId>`); under it, write
@@ -54,18 +62,34 @@
  *    The capture that breaks it learns this (`tookOverAbandoned`) and, holding the pack,
  *    removes whatever of the pack is in the store without its `.idx` (pack-recovery.ts). If
  *    that removal fails, the new record is left in place (`abandon()`) so recovery is tried
- *    again.
+ *    again; at the start of a publication this is best effort per pack (a failure is
+ *    reported, not fatal).
  *  - Abandon (and a failed release, of a record or a break lock): the holder rewrites its
  *    record in place with `abandoned: true`, only while the name is still its own inode;
  *    such a record is dead to every process at once. If even that write fails, the record
  *    is dead to this process at once and to others when this process ends.
  *
  * Holding lasts a few link(2) calls, so contention only arises between captures of identical
- * content. Limits: a holder on another host that freezes for `staleAfterMs` loses its record
- * (it then neither publishes the pack's index, compensates nor releases, see `held()`,
- * but what it does in the instant between that check and the act is not protected); a
- * plain `git` (not Reclaim) finalizing a byte-identical pack in the same milliseconds takes
- * no record at all (publish.ts).
+ * content. Limits:
+ *  - Time. Judging by age trusts clocks this module does not control: `createdAt` is the
+ *    writer's clock and is compared with this one's (`clock`), an unreadable record's mtime
+ *    is whatever the filesystem stamped (on NFS usually the server's clock), and btime is
+ *    this machine's. A writer whose clock runs behind this one's by S makes its records
+ *    look S older (broken S early; with S > `staleAfterMs`, at once); one running ahead makes
+ *    dead records wait S longer; a record another machine wrote in the first S after this
+ *    one booted counts as of an earlier boot. Keep the clocks of hosts sharing a store
+ *    synchronized (NTP) and `staleAfterMs` well above their skew.
+ *  - A live holder judged by age (another PID namespace or machine) that keeps a pack past
+ *    `staleAfterMs`, because it froze, loses its record; so does one on another machine
+ *    that has held it since before this machine booted (the btime rule). It then neither
+ *    publishes the pack's index, compensates nor releases (see `held()`), but what it does
+ *    in the instant between that check and the act is not protected, and its release's
+ *    check-then-unlink could in that instant remove the new holder's record.
+ *  - Removing a file "only if it is still ours" (by lockId, or by inode on error paths) is a
+ *    check followed by an unlink: it narrows a name changing hands in between to
+ *    microseconds, it does not exclude it (inodes are reused at once on common filesystems).
+ *  - A plain `git` (not Reclaim) finalizing a byte-identical pack in the same milliseconds
+ *    takes no record at all (publish.ts).
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";
