@@ -54,6 +54,7 @@ export {
   type QuarantineResult,
 } from "./quarantine/quarantine";
 export { PACK_ORDER, type PublishedObjects } from "./quarantine/publish";
+export type { RecoveryFailure } from "./quarantine/pack-recovery";
 export { realPublishFs, type PublishFs } from "./quarantine/publish-fs";
 export { quoteAlternate } from "./quarantine/git-env";
 export type { Clock, Timer } from "./quarantine/timing";

@@ -12,48 +12,89 @@
  * Protocol (every name below is in `<objects>/info/reclaim-pack-owners/`, a directory git
  * never reads, created with core.sharedRepository permissions):
  *
- *  - Record: the file `<pack>`, JSON {lockId (fresh per record), captureId, host, bootId,
- *    pid, pidStart, createdAt} (process-identity.ts).
+ *  - Record: the file `<pack>`, JSON {lockId (fresh per record), captureId, instance (of
+ *    this module), bootId, pidNs, pid, pidStart, host (information only), createdAt}
+ *    (process-identity.ts).
  *  - Take: register lockId in this process, then create the record with O_CREAT|O_EXCL,
  *    write, fsync it and its directory (so a record that a power loss would lose never
  *    guards a `.pack` that survived). EEXIST means somebody holds it. No hard link is
  *    needed, so this works where the filesystem refuses them.
- *  - Holder dead? Judged from the record: a record of this very process is live exactly when
- *    its lockId is registered here (registered before the create, unregistered after the
- *    unlink, so a record being created here is never taken for dead, and one a failed
- *    release left behind is); same host, same boot: the pid must run with the same start
- *    time (a reused pid has another); an earlier boot: dead; another host: dead once
- *    `createdAt` is `staleAfterMs` old. An unreadable record (a crash between create and
- *    write) is dead once its mtime is `staleAfterMs` old.
+ *  - Holder dead? Judged from the record, first rule that applies (process-identity.ts):
+ *     - marked `abandoned` by its holder (below): dead;
+ *     - unreadable (a crash between create and write): dead once its mtime is
+ *       `staleAfterMs` old;
+ *     - this very process, this copy of the module: live exactly while its lockId is
+ *       registered here (registered before the create, unregistered after the unlink, so a
+ *       record being created here is never taken for dead, and one a failed release left
+ *       behind is);
+ *     - this process, another copy of the module (a worker thread, a second bundle: same
+ *       pid and start time, another `instance`): live while this process runs;
+ *     - the same kernel (boot id) and PID namespace: live while the pid runs with the same
+ *       start time (a reused pid has another), whatever the hostname (docker-compose
+ *       workers with `pid: host` have their own); where /proc/<pid>/stat cannot be read
+ *       (hidepid: ENOENT, EACCES, EPERM), kill(pid, 0) alone decides;
+ *     - the same kernel, another PID namespace (a container next to this one, even of the
+ *       same hostname, whose pids mean other processes here): dead once `createdAt` is
+ *       `staleAfterMs` old;
+ *     - another boot id: dead if `createdAt` is before this kernel booted (btime: an earlier
+ *       boot of this machine), otherwise (another machine on a network store) by age too.
+ *       A record without a PID namespace (an earlier version) is judged by age.
  *  - Break a dead holder's record R (lockId r): take the break lock `<pack>.break-<r>`
  *    exactly as a record is taken, so only one capture anywhere breaks R (a dead breaker's
- *    break lock is broken the same way, under `<pack>.break-<its lockId>`); under it, re-read
- *    R and unlink it only if it still has lockId r; drop the break lock; take the record
- *    again. A record is never moved aside or put back, so a live record can neither be lost
- *    nor resurrected after its release: it is removed only by its owner, or by the one
- *    holder of its break lock after that holder saw it dead, and a dead holder stays dead.
+ *    break lock is broken the same way, under `<pack>.break-<its lockId>`); under it, write
+ *    this capture's record under a temporary name `<pack>.new-<lockId>`, re-read R and, if
+ *    it still has lockId r and its inode and is still dead (an unreadable record's inode may
+ *    have been reused by a fresh one), rename the temporary record over R; drop the break
+ *    lock. The breaker now holds the pack and knows it was abandoned (`tookOverAbandoned`):
+ *    the name was never free, so no other capture can take the pack in between without
+ *    learning that. A record is never moved aside or put back, so a live record can neither
+ *    be lost nor resurrected after its release: it is replaced only by the one holder of
+ *    its break lock after that holder saw it dead, and a dead holder stays dead. The rename
+ *    needs no fsync: a power loss that undoes it brings back the dead record, which guards
+ *    the same pack.
  *  - Release: re-read the record and unlink it only if its lockId is still ours (the name
- *    can be someone else's after another host broke ours by age), then unregister.
+ *    can be someone else's after another host broke ours by age), then unregister. If the
+ *    unlink fails, the record is marked abandoned (below) instead.
  *  - Wait: captures of this process queue on one promise per pack; across processes the
  *    record is polled every 20 ms; both together are bounded by `busyTimeoutMs` and end in
  *    retryable RECLAIM_ERR_QUARANTINE_PACK_BUSY.
  *  - Recovery: a broken record means its capture died mid-publication or mid-compensation.
  *    The capture that breaks it learns this (`tookOverAbandoned`) and, holding the pack,
  *    removes whatever of the pack is in the store without its `.idx` (pack-recovery.ts). If
- *    that removal fails, the new record is left in place (`abandon()`), dead to this process
- *    at once and to others when this process ends, so recovery is tried again.
+ *    that removal fails, the new record is left in place (`abandon()`) so recovery is tried
+ *    again; at the start of a publication this is best effort per pack (a failure is
+ *    reported, not fatal).
+ *  - Abandon (and a failed release, of a record or a break lock): the holder rewrites its
+ *    record in place with `abandoned: true`, only while the name is still its own inode;
+ *    such a record is dead to every process at once. If even that write fails, the record
+ *    is dead to this process at once and to others when this process ends.
  *
  * Holding lasts a few link(2) calls, so contention only arises between captures of identical
- * content. Limits: a holder on another host that freezes for `staleAfterMs` loses its record
- * (it then neither publishes the pack's index, compensates nor releases, see `held()`,
- * but what it does in the instant between that check and the act is not protected); a
- * plain `git` (not Reclaim) finalizing a byte-identical pack in the same milliseconds takes
- * no record at all (publish.ts).
+ * content. Limits:
+ *  - Time. Judging by age trusts clocks this module does not control: `createdAt` is the
+ *    writer's clock and is compared with this one's (`clock`), an unreadable record's mtime
+ *    is whatever the filesystem stamped (on NFS usually the server's clock), and btime is
+ *    this machine's. A writer whose clock runs behind this one's by S makes its records
+ *    look S older (broken S early; with S > `staleAfterMs`, at once); one running ahead makes
+ *    dead records wait S longer; a record another machine wrote in the first S after this
+ *    one booted counts as of an earlier boot. Keep the clocks of hosts sharing a store
+ *    synchronized (NTP) and `staleAfterMs` well above their skew.
+ *  - A live holder judged by age (another PID namespace or machine) that keeps a pack past
+ *    `staleAfterMs`, because it froze, loses its record; so does one on another machine
+ *    that has held it since before this machine booted (the btime rule). It then neither
+ *    publishes the pack's index, compensates nor releases (see `held()`), but what it does
+ *    in the instant between that check and the act is not protected, and its release's
+ *    check-then-unlink could in that instant remove the new holder's record.
+ *  - Removing a file "only if it is still ours" (by lockId, or by inode on error paths) is a
+ *    check followed by an unlink: it narrows a name changing hands in between to
+ *    microseconds, it does not exclude it (inodes are reused at once on common filesystems).
+ *  - A plain `git` (not Reclaim) finalizing a byte-identical pack in the same milliseconds
+ *    takes no record at all (publish.ts).
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { errnoCode, QuarantineError } from "../errors";
-import { currentProcess, livenessOf, type ProcessIdentity } from "./process-identity";
+import { currentProcess, isThisProcess, livenessOf, type ProcessIdentity } from "./process-identity";
 import type { PublishFs } from "./publish-fs";
 import { adjustSharedPerm, type SharedRepository } from "./shared-permissions";
 import { sleep, type Clock, type Timer } from "./timing";
@@ -66,7 +107,10 @@ export interface OwnershipOptions {
   captureId: string;
   /** How long to wait for another live owner of the same pack, ms. */
   busyTimeoutMs: number;
-  /** Age after which a record of another host, or an unreadable one, counts as abandoned, ms. */
+  /**
+   * Age after which a record whose process cannot be checked from here (another PID
+   * namespace, another machine, an unreadable record) counts as abandoned, ms.
+   */
   staleAfterMs: number;
   /** Test hook: called each time this capture finds the pack owned by someone else. */
   onBusy?: (packName: string) => void;
@@ -80,30 +124,40 @@ export interface PackOwnership {
   /** Removes the record if it is still this one. */
   release(): Promise<void>;
   /**
-   * Leaves the record in place but unregistered: dead to this process now and to every
-   * other once this process ends, so the next publication recovers the pack again.
+   * Leaves the record in place, marked abandoned (and unregistered): dead to every process
+   * at once, so the next publication anywhere recovers the pack again. If the mark cannot
+   * be written, the record is dead to this process now and to others when it ends.
    */
-  abandon(): void;
+  abandon(): Promise<void>;
 }
 
 export interface OwnerRecord extends ProcessIdentity {
   lockId: string;
   captureId: string;
+  /** The copy of this module that wrote it (one per module instance, random). */
+  instance: string;
   /** Milliseconds since the epoch, by the capture's clock. */
   createdAt: number;
+  /** Set by its holder when it leaves the record behind (abandon, failed release): dead. */
+  abandoned?: true;
 }
 
 /** What the name of a record or break lock holds right now. */
-type Observed =
-  | { kind: "gone" }
-  | { kind: "held"; lockId: string; ino: number; mtimeMs: number; record: OwnerRecord | null };
+type Held = { kind: "held"; lockId: string; ino: number; mtimeMs: number; record: OwnerRecord | null };
+type Observed = { kind: "gone" } | Held;
 
-type Taken = { lockId: string; brokeDead: boolean };
+type Taken = { lockId: string; ino: number; brokeDead: boolean };
 
 export const OWNERS_DIR = path.join("info", "reclaim-pack-owners");
 const POLL_MS = 20;
 
-/** lockIds of the records and break locks this process holds right now. */
+/**
+ * This copy of the module. `registered` speaks only for the records written with this
+ * instance id: another copy in the same process (a worker thread, a second bundle) has the
+ * same pid and start time but its own registry.
+ */
+export const INSTANCE = randomUUID();
+/** lockIds of the records and break locks this copy of the module holds right now. */
 const registered = new Set<string>();
 /** One promise per pack this process is working on: in-process captures queue on it. */
 const inProcess = new Map<string, Promise<void>>();
@@ -152,19 +206,21 @@ export async function tryAcquirePackOwnership(
 }
 
 /**
- * Removes the break locks of pack `packName` whose holders are dead (a breaker that crashed
- * leaves one). The caller holds the pack.
+ * Removes the other entries of pack `packName` (break locks, temporary records) whose
+ * holders are dead: a breaker that crashed leaves them. The caller holds the pack.
  */
-export async function removeDeadBreakLocks(
+export async function removeDeadLeftovers(
   objectsDir: string,
   packName: string,
   options: OwnershipOptions,
 ): Promise<void> {
   const owners = new OwnersDir(objectsDir, options);
   for (const name of await owners.list()) {
-    if (!name.startsWith(`${packName}.break-`)) continue;
+    if (!name.startsWith(`${packName}.`)) continue;
     const seen = await owners.read(name);
-    if (seen.kind === "held" && (await owners.isDead(seen))) await owners.breakDead(name, seen);
+    if (seen.kind !== "held" || !(await owners.isDead(seen))) continue;
+    const taken = await owners.replaceDead(name, seen);
+    if (taken !== "busy" && taken !== "changed") await owners.release(name, taken);
   }
 }
 
@@ -265,68 +321,89 @@ class OwnersDir {
       release: async () => {
         if (done) return;
         try {
-          await this.release(packName, taken.lockId);
+          await this.release(packName, taken);
           await this.options.fs.rmdir(this.dir).catch(ignore("ENOTEMPTY", "ENOENT", "EEXIST"));
         } finally {
           finish();
         }
       },
-      abandon: () => {
+      abandon: async () => {
         if (done) return;
         registered.delete(taken.lockId); // the record itself stays in place
-        finish();
+        try {
+          await this.markAbandoned(packName, taken).catch(() => undefined);
+        } finally {
+          finish();
+        }
       },
     };
   }
 
-  /** Creates `name` for this capture, breaking a dead holder's; "busy" while a live one holds it. */
+  /** Creates `name` for this capture, replacing a dead holder's; "busy" while a live one holds it. */
   async tryTake(name: string): Promise<Taken | "busy"> {
-    let brokeDead = false;
     for (;;) {
       const lockId = randomUUID();
-      if (await this.create(name, lockId)) return { lockId, brokeDead };
+      const created = await this.create(name, lockId);
+      if (created) return { lockId, ino: created.ino, brokeDead: false };
       const seen = await this.read(name);
       if (seen.kind === "gone") continue;
       if (!(await this.isDead(seen))) return "busy";
-      const outcome = await this.breakDead(name, seen);
-      if (outcome === "busy") return "busy";
-      if (outcome === "removed") brokeDead = true;
+      const outcome = await this.replaceDead(name, seen);
+      if (outcome !== "changed") return outcome;
     }
   }
 
-  /** Removes `name` if it still is the dead record `seen`, under that record's break lock. */
-  async breakDead(
-    name: string,
-    seen: Extract<Observed, { kind: "held" }>,
-  ): Promise<"removed" | "changed" | "busy"> {
-    const breakLock = `${packOf(name)}.break-${seen.lockId}`;
-    const taken = await this.tryTake(breakLock);
-    if (taken === "busy") return "busy";
+  /**
+   * Replaces `name`, if it still is the dead record `seen`, by a record of this capture,
+   * under that record's break lock: the new record is written under a temporary name and
+   * renamed over the dead one, so the name is never free for another capture to take
+   * without learning that the pack was abandoned.
+   */
+  async replaceDead(name: string, seen: Held): Promise<Taken | "changed" | "busy"> {
+    const pack = packOf(name);
+    const guard = await this.tryTake(`${pack}.break-${seen.lockId}`);
+    if (guard === "busy") return "busy";
     try {
-      const now = await this.read(name);
-      if (now.kind !== "held" || now.lockId !== seen.lockId || now.ino !== seen.ino) return "changed";
-      await this.options.fs.unlink(path.join(this.dir, name)).catch(ignore("ENOENT"));
-      return "removed";
+      const lockId = randomUUID();
+      const temp = `${pack}.new-${lockId}`;
+      const created = await this.create(temp, lockId);
+      if (!created) throw new Error(`${temp} exists`); // a fresh random name: never
+      try {
+        // Still the record seen, and still dead: an unreadable record is named by its inode,
+        // which a new file may have reused; its fresh mtime then says so.
+        const now = await this.read(name);
+        if (
+          now.kind !== "held" ||
+          now.lockId !== seen.lockId ||
+          now.ino !== seen.ino ||
+          !(await this.isDead(now))
+        ) {
+          await this.discard(temp, lockId, created.ino);
+          return "changed";
+        }
+        await this.options.fs.rename(path.join(this.dir, temp), path.join(this.dir, name));
+      } catch (error) {
+        await this.discard(temp, lockId, created.ino);
+        throw error;
+      }
+      return { lockId, ino: created.ino, brokeDead: true };
     } finally {
-      await this.release(breakLock, taken.lockId);
+      // A break lock left behind is clutter for recovery, never a reason to undo the take.
+      await this.release(`${pack}.break-${seen.lockId}`, guard).catch(() => undefined);
     }
   }
 
-  async isDead(seen: Extract<Observed, { kind: "held" }>): Promise<boolean> {
-    const { clock, staleAfterMs } = this.options;
+  async isDead(seen: Held): Promise<boolean> {
+    const { clock, staleAfterMs, fs } = this.options;
     const holder = seen.record;
     if (!holder) return clock.now() - seen.mtimeMs > staleAfterMs;
-    const me = currentProcess();
-    if (
-      holder.host === me.host &&
-      holder.bootId === me.bootId &&
-      holder.pid === me.pid &&
-      holder.pidStart === me.pidStart
-    ) {
-      return !registered.has(holder.lockId);
+    if (holder.abandoned) return true;
+    if (isThisProcess(holder)) {
+      // Another copy of this module holds what it holds: live while this process runs.
+      return holder.instance === INSTANCE && !registered.has(holder.lockId);
     }
-    const liveness = await livenessOf(holder);
-    if (liveness === "foreign") return clock.now() - holder.createdAt > staleAfterMs;
+    const liveness = await livenessOf(holder, (file) => fs.readFile(file));
+    if (liveness === "unknown") return clock.now() - holder.createdAt > staleAfterMs;
     return liveness === "dead";
   }
 
@@ -360,32 +437,65 @@ class OwnersDir {
     );
   }
 
-  /** Unlinks `name` only if it still is lock `lockId`; then this process no longer holds it. */
-  private async release(name: string, lockId: string): Promise<void> {
+  /**
+   * Unlinks `name` only if it still is lock `taken`; then this process no longer holds it.
+   * If that fails, the lock is left marked abandoned, so that any process may break it.
+   */
+  async release(name: string, taken: Taken): Promise<void> {
     try {
       const seen = await this.read(name);
-      if (seen.kind === "held" && seen.lockId === lockId) {
+      if (seen.kind === "held" && seen.lockId === taken.lockId) {
         await this.options.fs.unlink(path.join(this.dir, name)).catch(ignore("ENOENT"));
       }
+    } catch (error) {
+      await this.markAbandoned(name, taken).catch(() => undefined);
+      throw error;
+    } finally {
+      registered.delete(taken.lockId);
+    }
+  }
+
+  /**
+   * Rewrites lock `taken` at `name` in place with `abandoned` set, if it still is that lock's
+   * inode (never someone else's record). A reader meanwhile sees the old record, an
+   * unreadable one (fresh, so live), or the marked one.
+   */
+  private async markAbandoned(name: string, taken: Taken): Promise<void> {
+    const seen = await this.read(name);
+    if (seen.kind !== "held" || seen.lockId !== taken.lockId || !seen.record) return;
+    const marked: OwnerRecord = { ...seen.record, abandoned: true };
+    await this.options.fs.overwriteIfSame(path.join(this.dir, name), taken.ino, JSON.stringify(marked));
+  }
+
+  /** Removes our own temporary record `name` (if it still is inode `ino`) and unregisters it. */
+  private async discard(name: string, lockId: string, ino: number): Promise<void> {
+    try {
+      await unlinkIfSame(this.options.fs, path.join(this.dir, name), ino);
     } finally {
       registered.delete(lockId);
     }
   }
 
-  private async create(name: string, lockId: string): Promise<boolean> {
+  /** Creates `name` as lock `lockId`; null when it exists. */
+  private async create(name: string, lockId: string): Promise<{ ino: number } | null> {
     const { fs, clock, shared, captureId } = this.options;
-    const record: OwnerRecord = { lockId, captureId, ...currentProcess(), createdAt: clock.now() };
+    const record: OwnerRecord = {
+      lockId,
+      captureId,
+      instance: INSTANCE,
+      ...currentProcess(),
+      createdAt: clock.now(),
+    };
     const file = path.join(this.dir, name);
     // Registered first: from the instant the file exists, this process counts it as live.
     registered.add(lockId);
-    let holding = false;
+    let holding: { ino: number } | null = null;
     try {
       for (let attempt = 0; !holding; attempt += 1) {
         try {
-          await fs.createExclusive(file, JSON.stringify(record));
-          holding = true;
+          holding = await fs.createExclusive(file, JSON.stringify(record));
         } catch (error) {
-          if (errnoCode(error) === "EEXIST") return false;
+          if (errnoCode(error) === "EEXIST") return null;
           // The directory is created on first use and removed when empty, possibly just now.
           if (errnoCode(error) !== "ENOENT" || attempt === 3) throw error;
           await this.ensureDirectory();
@@ -396,11 +506,12 @@ class OwnersDir {
         await adjustSharedPerm(fs, shared, file);
         await fs.syncDir(this.dir);
       } catch (error) {
-        await fs.unlink(file).catch(() => undefined); // ours: registered, so nobody broke it
-        holding = false;
+        // Registered, so nobody here broke it; still, only while it is our inode.
+        await unlinkIfSame(fs, file, holding.ino).catch(() => undefined);
+        holding = null;
         throw error;
       }
-      return true;
+      return holding;
     } finally {
       if (!holding) registered.delete(lockId);
     }
@@ -427,7 +538,6 @@ function parseRecord(text: string): OwnerRecord | null {
     if (
       typeof parsed.lockId !== "string" ||
       typeof parsed.pid !== "number" ||
-      typeof parsed.host !== "string" ||
       typeof parsed.createdAt !== "number"
     ) {
       return null;
@@ -435,11 +545,14 @@ function parseRecord(text: string): OwnerRecord | null {
     return {
       lockId: parsed.lockId,
       captureId: String(parsed.captureId ?? ""),
-      host: parsed.host,
+      instance: String(parsed.instance ?? ""),
+      host: String(parsed.host ?? ""),
       bootId: String(parsed.bootId ?? ""),
+      pidNs: String(parsed.pidNs ?? ""),
       pid: parsed.pid,
       pidStart: String(parsed.pidStart ?? ""),
       createdAt: parsed.createdAt,
+      ...(parsed.abandoned === true ? { abandoned: true as const } : {}),
     };
   } catch {
     return null;
@@ -456,4 +569,13 @@ function ignore(...codes: string[]): (error: unknown) => void {
   return (error) => {
     if (!codes.includes(errnoCode(error) ?? "")) throw error;
   };
+}
+
+/**
+ * Unlinks `file` if it still is inode `ino` (ENOENT ignored). Between the check and the
+ * unlink the name could still change hands; the check only narrows that to microseconds.
+ */
+async function unlinkIfSame(fs: PublishFs, file: string, ino: number): Promise<void> {
+  if ((await fs.lstat(file))?.ino !== ino) return;
+  await fs.unlink(file).catch(ignore("ENOENT"));
 }

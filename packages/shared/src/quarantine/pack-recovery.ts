@@ -8,8 +8,10 @@
  * At the start of every publication, each pack named in the owners directory whose holder
  * is dead is taken over (breaking the dead record) and, while held, whatever of it is in the
  * store without its `.idx` is removed, in reverse publication order. Dead breakers' leftover
- * break locks are removed too. A pack held by a live capture is skipped, never waited for.
- * A pack that has its `.idx` is complete and left alone.
+ * break locks and temporary records are removed too. A pack held by a live capture is skipped, never waited for.
+ * A pack that has its `.idx` is complete and left alone. Each pack is recovered on its own:
+ * one whose recovery fails (EIO, EACCES) is reported (`published.recoveryFailures`), its
+ * record stays for a later publication, and this publication goes on.
  *
  * Why removing is safe: git ignores a pack without its index; no live Reclaim capture can be
  * publishing it (this capture holds its record); files of identical name have identical
@@ -23,45 +25,67 @@ import { PACK_NAME, PACK_ORDER } from "./pack-files";
 import {
   listOwnerEntries,
   packOf,
-  removeDeadBreakLocks,
+  removeDeadLeftovers,
   tryAcquirePackOwnership,
   type OwnershipOptions,
   type PackOwnership,
 } from "./pack-ownership";
 import type { PublishFs } from "./publish-fs";
 
-/** Recovers every abandoned pack of `objectsDir`; resolves with the names of the packs it cleaned. */
+/** A pack whose recovery failed; its record stays for a later publication. */
+export interface RecoveryFailure {
+  pack: string;
+  reason: string;
+}
+
+/**
+ * Recovers every abandoned pack of `objectsDir`, each on its own: one that fails (its files
+ * cannot be removed, its record cannot be taken) is reported in `failed` and left for a
+ * later publication, and the others are still recovered. Only listing the owners directory
+ * failing rejects.
+ */
 export async function recoverAbandonedPacks(
   objectsDir: string,
   options: OwnershipOptions,
-): Promise<string[]> {
+): Promise<{ recovered: string[]; failed: RecoveryFailure[] }> {
   const entries = await listOwnerEntries(objectsDir, options.fs);
   const packs = [...new Set(entries.map(packOf))].filter((name) => PACK_NAME.test(name)).sort();
   const recovered: string[] = [];
+  const failed: RecoveryFailure[] = [];
   for (const pack of packs) {
-    const ownership = await tryAcquirePackOwnership(objectsDir, pack, options);
-    if (!ownership) continue; // a live capture holds it
-    await whileHolding(ownership, async () => {
-      if (ownership.tookOverAbandoned) {
-        const removed = await removeUnindexedPack(options.fs, path.join(objectsDir, "pack"), pack);
-        if (removed.length > 0) recovered.push(pack);
-      }
-      await removeDeadBreakLocks(objectsDir, pack, options);
-    });
+    try {
+      if (await recoverPack(objectsDir, pack, options)) recovered.push(pack);
+    } catch (error) {
+      failed.push({ pack, reason: error instanceof Error ? error.message : String(error) });
+    }
   }
-  return recovered;
+  return { recovered, failed };
+}
+
+/** Recovers `pack` unless a live capture holds it; resolves true when it removed files. */
+async function recoverPack(objectsDir: string, pack: string, options: OwnershipOptions): Promise<boolean> {
+  const ownership = await tryAcquirePackOwnership(objectsDir, pack, options);
+  if (!ownership) return false; // a live capture holds it
+  return whileHolding(ownership, async () => {
+    let removed: string[] = [];
+    if (ownership.tookOverAbandoned) {
+      removed = await removeUnindexedPack(options.fs, path.join(objectsDir, "pack"), pack);
+    }
+    await removeDeadLeftovers(objectsDir, pack, options);
+    return removed.length > 0;
+  });
 }
 
 /**
  * Runs `fn` holding `ownership`, then releases it; if `fn` fails, the record is abandoned
- * instead (left in place for the next publication to recover) and the error rethrown.
+ * instead (left in place, marked, for the next publication to recover) and the error rethrown.
  */
 export async function whileHolding<T>(ownership: PackOwnership, fn: () => Promise<T>): Promise<T> {
   let value: T;
   try {
     value = await fn();
   } catch (error) {
-    ownership.abandon();
+    await ownership.abandon();
     throw error;
   }
   await ownership.release();

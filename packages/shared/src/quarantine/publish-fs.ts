@@ -39,11 +39,23 @@ export interface PublishFs {
    * link), writes `content` and fsyncs it. If writing fails, the file is removed again.
    */
   createExclusive(target: string, content: string): Promise<{ ino: number }>;
+  /**
+   * Overwrites `target` in place with `content` (and fsyncs it) if it still is inode `ino`;
+   * resolves false when it is absent or another file.
+   */
+  overwriteIfSame(target: string, ino: number, content: string): Promise<boolean>;
   /** fsyncs a directory, so the entries created in it survive a power loss. */
   syncDir(target: string): Promise<void>;
   readFile(target: string): Promise<string>;
+  /**
+   * The size of `target` and its last `TAIL_BYTES` bytes (hex): for a pack or its reverse
+   * index, the trailing checksum of the whole content.
+   */
+  fingerprint(target: string): Promise<{ size: number; tail: string }>;
   removeTree(target: string): Promise<void>;
 }
+
+export const TAIL_BYTES = 64;
 
 export const realPublishFs: PublishFs = {
   link: (from, to) => link(from, to),
@@ -70,14 +82,35 @@ export const realPublishFs: PublishFs = {
   rmdir: (target) => rmdir(target),
   createExclusive: async (target, content) => {
     const handle = await open(target, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o666);
+    let ino: number | undefined;
     try {
+      ino = (await handle.stat()).ino;
       await handle.writeFile(content);
       await handle.sync();
-      return { ino: (await handle.stat()).ino };
+      return { ino };
     } catch (error) {
-      // Ours alone (O_EXCL), so removing it cannot hit anybody else's file.
-      await unlink(target).catch(() => undefined);
+      // Ours (O_EXCL), unless the name changed hands meanwhile (an unreadable ownership
+      // record is breakable once old enough): removed only while it is still this inode.
+      const now = await lstat(target).catch(() => null);
+      if (now && (ino === undefined || now.ino === ino)) await unlink(target).catch(() => undefined);
       throw error;
+    } finally {
+      await handle.close();
+    }
+  },
+  overwriteIfSame: async (target, ino, content) => {
+    const handle = await open(target, constants.O_WRONLY).catch((error: unknown) => {
+      if ((error as { code?: string }).code === "ENOENT") return null;
+      throw error;
+    });
+    if (!handle) return false;
+    try {
+      if ((await handle.stat()).ino !== ino) return false;
+      const bytes = Buffer.from(content);
+      await handle.write(bytes, 0, bytes.length, 0);
+      await handle.truncate(bytes.length);
+      await handle.sync();
+      return true;
     } finally {
       await handle.close();
     }
@@ -91,5 +124,16 @@ export const realPublishFs: PublishFs = {
     }
   },
   readFile: (target) => readFile(target, "utf8"),
+  fingerprint: async (target) => {
+    const handle = await open(target, constants.O_RDONLY);
+    try {
+      const { size } = await handle.stat();
+      const tail = Buffer.alloc(Math.min(size, TAIL_BYTES));
+      await handle.read(tail, 0, tail.length, size - tail.length);
+      return { size, tail: tail.toString("hex") };
+    } finally {
+      await handle.close();
+    }
+  },
   removeTree: (target) => rm(target, { recursive: true, force: true, maxRetries: 3 }),
 };

@@ -3,12 +3,16 @@
  * tmp_objdir_migrate does, plus safe compensation when it fails half-way.
  *
  * Order is the safety argument, so it is code (PACK_ORDER), not convention: first the
- * recovery of packs abandoned by dead captures (pack-recovery.ts), then loose objects, then
+ * recovery of packs abandoned by dead captures (pack-recovery.ts; best effort per pack: a
+ * pack it cannot recover is reported, not fatal), then loose objects, then
  * each pack as `.keep`, `.pack`, `.rev`, `.idx` (then `.bitmap`, `.promisor`, `.mtimes`).
  * git only uses a pack through its `.idx`, so until the index is linked, a published `.pack`
  * is invisible, and once it is linked everything it needs is there.
  *
- * Placing a file never replaces one: a hard link, which fails on an existing name. Where the
+ * Placing a file never replaces one: a hard link, which fails on an existing name. A `.pack`
+ * or `.rev` found there is adopted only if it has this capture's size and trailing checksum;
+ * otherwise (a dead capture's empty placeholder or truncated copy, invisible without the
+ * index) it is removed under the pack's ownership and this capture's placed. Where the
  * filesystem refuses hard links (EPERM, EXDEV, ENOTSUP, ...), the file is renamed instead:
  *  - files before the index (`.keep`, `.pack`, `.rev`) first reserve their name with an
  *    exclusive create (an empty placeholder, invisible to git without the index), then are
@@ -43,7 +47,7 @@ import path from "node:path";
 import { errnoCode, QuarantineError } from "../errors";
 import { BEFORE_INDEX, PACK_FILE, PACK_ORDER } from "./pack-files";
 import { acquirePackOwnership, type OwnershipOptions, type PackOwnership } from "./pack-ownership";
-import { recoverAbandonedPacks, removeUnindexedPack } from "./pack-recovery";
+import { recoverAbandonedPacks, removeUnindexedPack, type RecoveryFailure } from "./pack-recovery";
 import type { PublishFs } from "./publish-fs";
 import { adjustSharedPerm, type SharedRepository } from "./shared-permissions";
 
@@ -62,12 +66,23 @@ export interface PublishedObjects {
   packs: string[];
   /** Packs abandoned by dead captures whose leftover files this publication removed first. */
   recoveredPacks: string[];
+  /**
+   * Abandoned packs whose recovery failed (their records stay for a later publication);
+   * they do not fail this publication.
+   */
+  recoveryFailures: RecoveryFailure[];
 }
 
 const LOOSE_DIR = /^[0-9a-f]{2}$/;
 const LOOSE_FILE = /^(?:[0-9a-f]{38}|[0-9a-f]{62})$/;
 // errno values for "this filesystem cannot hard-link here": rename is the fallback.
 const NO_LINKS = new Set(["EPERM", "EXDEV", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EMLINK"]);
+// Files before the index whose content git checks (trailing checksums): one found in the
+// store is adopted only if it is identical. A `.keep` means the same whatever it holds.
+const VERIFIED = new Set(["pack", "rev"]);
+
+/** Whether placeFile put this capture's file at the name, or found one there already. */
+type Placed = "placed" | "existing";
 
 export async function publishQuarantine(
   quarantine: string,
@@ -75,7 +90,7 @@ export async function publishQuarantine(
   options: PublishOptions,
 ): Promise<PublishedObjects> {
   const { fs } = options;
-  const recoveredPacks = await step("recovering abandoned pack publications", () =>
+  const recovery = await step("recovering abandoned pack publications", () =>
     recoverAbandonedPacks(objectsDir, options.ownership),
   );
   let looseObjects = 0;
@@ -113,7 +128,12 @@ export async function publishQuarantine(
     await publishPack(options, packDir, path.join(objectsDir, "pack"), pack, extensions);
     published.push(pack);
   }
-  return { looseObjects, packs: published, recoveredPacks };
+  return {
+    looseObjects,
+    packs: published,
+    recoveredPacks: recovery.recovered,
+    recoveryFailures: recovery.failed,
+  };
 }
 
 async function publishPack(
@@ -146,24 +166,66 @@ async function publishPack(
           `${pack}: its ownership record was taken over before the index was published`,
         );
       }
-      await step(`publishing ${pack}.${extension}`, () =>
+      const place = (): Promise<Placed> =>
         placeFile(
           options,
           path.join(from, `${pack}.${extension}`),
           target,
           BEFORE_INDEX.has(extension) ? "reserve" : "check",
           () => created.push(target),
-        ),
-      );
+        );
+      const placed = await step(`publishing ${pack}.${extension}`, place);
+      if (placed === "existing" && VERIFIED.has(extension)) {
+        await step(`checking the existing ${pack}.${extension}`, () =>
+          replaceIfDifferent(
+            fs,
+            path.join(from, `${pack}.${extension}`),
+            target,
+            path.join(to, `${pack}.idx`),
+            place,
+          ),
+        );
+      }
     }
   } catch (error) {
     const clean = !leftovers && (await compensate(fs, ownership, path.join(to, `${pack}.idx`), created));
     if (clean)
       await ownership.release().catch(() => undefined); // the publication error is what matters
-    else ownership.abandon();
+    else await ownership.abandon();
     throw error;
   }
   await step(`releasing ownership of ${pack}`, () => ownership.release());
+}
+
+/**
+ * A `.pack` or `.rev` that was already in the store before the index: adopted only if it is
+ * this capture's file byte for byte (same size and trailing checksum). Anything else (an
+ * empty placeholder or a truncated copy a dead capture left) is a leftover: with the index
+ * absent git cannot see it, and this capture holds the pack, so it is removed and this
+ * capture's file placed instead. With the index present the store already has a pack that
+ * does not match its name: nothing is adopted, nothing removed.
+ */
+async function replaceIfDifferent(
+  fs: PublishFs,
+  from: string,
+  to: string,
+  index: string,
+  place: () => Promise<Placed>,
+): Promise<void> {
+  const [ours, theirs] = await Promise.all([fs.fingerprint(from), fs.fingerprint(to)]);
+  if (ours.size === theirs.size && ours.tail === theirs.tail) return;
+  if ((await fs.lstat(index)) !== null) {
+    throw new QuarantineError(
+      "RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED",
+      `${path.basename(to)} in the store differs from this capture's, and its index is published`,
+    );
+  }
+  await fs.unlink(to).catch((error: unknown) => {
+    if (errnoCode(error) !== "ENOENT") throw error;
+  });
+  if ((await place()) === "existing") {
+    throw new QuarantineError("RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED", `${path.basename(to)} reappeared`);
+  }
 }
 
 /**
@@ -203,31 +265,32 @@ async function placeFile(
   to: string,
   fallback: "reserve" | "check",
   onCreated: () => void,
-): Promise<void> {
+): Promise<Placed> {
   const { fs } = options;
   try {
     await fs.link(from, to);
     onCreated();
   } catch (error) {
     const code = errnoCode(error);
-    if (code === "EEXIST") return;
+    if (code === "EEXIST") return "existing";
     if (!code || !NO_LINKS.has(code)) throw error;
     if (fallback === "reserve") {
       try {
         await fs.createExclusive(to, "");
       } catch (reserveError) {
-        if (errnoCode(reserveError) === "EEXIST") return;
+        if (errnoCode(reserveError) === "EEXIST") return "existing";
         throw reserveError;
       }
       onCreated(); // the placeholder is ours from here on, even if the rename fails
       await fs.rename(from, to);
     } else {
-      if ((await fs.lstat(to)) !== null) return;
+      if ((await fs.lstat(to)) !== null) return "existing";
       await fs.rename(from, to);
       onCreated();
     }
   }
   await adjustSharedPerm(fs, options.shared, to);
+  return "placed";
 }
 
 async function ensureDir(options: PublishOptions, target: string): Promise<void> {

@@ -34,7 +34,9 @@
  *    or a pack another capture may use (ownership records, pack-ownership.ts); refs are not
  *    updated. A capture killed outright mid-publication (SIGKILL, power loss) leaves its
  *    ownership record; the next publication in the repository removes the pack files it
- *    left without an index (pack-recovery.ts).
+ *    left without an index (pack-recovery.ts). That recovery is best effort per pack: one
+ *    that fails is reported in `published.recoveryFailures` and left for a later
+ *    publication; it fails nothing else.
  *  - Another live capture keeps the same pack past `packBusyTimeoutMs`:
  *    RECLAIM_ERR_QUARANTINE_PACK_BUSY, retryable; nothing was published of that pack.
  *  - A ref whose old value changed: RECLAIM_ERR_QUARANTINE_REF_UPDATE_FAILED; the published
@@ -100,9 +102,10 @@ export interface QuarantineOptions {
   packBusyTimeoutMs?: number;
   /**
    * Age in ms after which a pack ownership record counts as abandoned when its holder cannot
-   * be checked: a record of another host (a network store), or an unreadable one (a crash
-   * between its creation and its write). Records of this host are judged by whether their
-   * process still runs, never by age. Default 600000 (10 min).
+   * be checked: a process in another PID namespace (another container) or on another machine
+   * (a network store), or an unreadable record (a crash between its creation and its write).
+   * Records of this kernel and PID namespace are judged by whether their process still runs,
+   * never by age. Default 600000 (10 min).
    */
   packOwnerStaleAfterMs?: number;
   /** Time source and timer for the timeout and pack waits. Default: the system's. */

@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { OwnerRecord } from "../../src/quarantine/pack-ownership";
-import { currentProcess, identityOf } from "../../src/quarantine/process-identity";
+import { currentProcess, identityOf, type ProcessIdentity } from "../../src/quarantine/process-identity";
 import type { Repo } from "./git-fixture";
 
 export function ownersDir(repo: Repo): string {
@@ -23,9 +23,7 @@ export async function readRecord(repo: Repo, name: string): Promise<OwnerRecord>
 }
 
 /** The identity of a live process, as its own record would hold it. */
-export async function liveIdentity(
-  pid: number,
-): Promise<Omit<OwnerRecord, "lockId" | "captureId" | "createdAt">> {
+export async function liveIdentity(pid: number): Promise<ProcessIdentity> {
   const identity = await identityOf(pid);
   if (!identity) throw new Error(`process ${pid} is not running`);
   return identity;
@@ -42,6 +40,7 @@ export async function plantRecord(
     pidStart: "1",
     lockId: randomUUID(),
     captureId: "planted",
+    instance: "planted", // another copy of the module, unless `fields` says INSTANCE
     createdAt: Date.now(),
     ...fields,
   };

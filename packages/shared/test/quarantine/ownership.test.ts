@@ -3,10 +3,15 @@
  * a record, bounded waits, release, the race against a real second process, and the orphan
  * a capture killed with SIGKILL between `.pack` and `.idx` leaves behind.
  */
-import { execFile } from "node:child_process";
-import { readdir, stat, unlink } from "node:fs/promises";
+import { mkdir, readdir, rename, stat, unlink, utimes, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { realPublishFs, withObjectQuarantine, type Clock, type PublishFs, type Timer } from "../../src";
+import { realPublishFs, type PublishFs } from "../../src";
+import {
+  acquirePackOwnership,
+  INSTANCE,
+  tryAcquirePackOwnership,
+  type OwnershipOptions,
+} from "../../src/quarantine/pack-ownership";
 import { currentProcess } from "../../src/quarantine/process-identity";
 import { capture } from "./capture";
 import {
@@ -14,96 +19,29 @@ import {
   cleanup,
   errnoError,
   fsckStrict,
-  gitEnv,
   indexAndHead,
+  makeRepo,
   packsIn,
   repoWithLargeFile,
-  type Repo,
 } from "./git-fixture";
+import {
+  expectBroken,
+  expectBusy,
+  gatedFs,
+  isRecord,
+  packNameFor,
+  pidOfExitedProcess,
+  smallCapture,
+  waitingClock,
+} from "./ownership-fixture";
 import { liveIdentity, ownerEntries, ownersDir, plantRecord, readRecord } from "./owners";
-import { startPublisher } from "./publisher";
+import { startPublisher, stopPublishers } from "./publisher";
 import { rejectionOf } from "../rejection";
 
-afterEach(cleanup);
-
-/** The name of the pack a capture of `seed`'s large file produces (from a throwaway repo). */
-async function packNameFor(seed: number): Promise<string> {
-  return (await capture(await repoWithLargeFile(seed))).published.packs[0]!;
-}
-
-/** A clock that advances only when the capture waits: each wait moves it by its delay. */
-function waitingClock(): { clock: Clock; timer: Timer } {
-  let now = Date.now();
-  return {
-    clock: { now: () => now },
-    timer: {
-      setTimeout: (callback, ms) => {
-        now += ms;
-        setImmediate(callback);
-        return 0;
-      },
-      clearTimeout: () => undefined,
-    },
-  };
-}
-
-/**
- * A publication fs that stops at the first call of `when` for which it returns true, until
- * the test opens the gate; `stopped` resolves when it has stopped there.
- */
-function gatedFs(
-  when: (call: "link" | "createExclusive", target: string) => boolean,
-  base: PublishFs = realPublishFs,
-): { fs: PublishFs; stopped: Promise<string>; open: (fault?: Error) => void } {
-  let stop!: (target: string) => void;
-  const stopped = new Promise<string>((resolve) => (stop = resolve));
-  let open!: (fault?: Error) => void;
-  const gate = new Promise<Error | undefined>((resolve) => (open = resolve));
-  let done = false;
-  const pause = async (call: "link" | "createExclusive", target: string): Promise<void> => {
-    if (done || !when(call, target)) return;
-    done = true;
-    stop(target);
-    const fault = await gate;
-    if (fault) throw fault;
-  };
-  return {
-    fs: {
-      ...base,
-      link: async (from, to) => {
-        await pause("link", to);
-        return base.link(from, to);
-      },
-      createExclusive: async (target, content) => {
-        const created = await base.createExclusive(target, content);
-        await pause("createExclusive", target);
-        return created;
-      },
-    },
-    stopped,
-    open,
-  };
-}
-
-const isRecord = (target: string): boolean =>
-  path.basename(path.dirname(target)) === "reclaim-pack-owners" && !target.includes(".break-");
-
-async function pidOfExitedProcess(): Promise<number> {
-  const child = execFile("true");
-  const pid = child.pid!;
-  await new Promise((resolve) => child.on("exit", resolve));
-  return pid;
-}
-
-/** A capture that writes one small loose object and no pack. */
-function smallCapture(repo: Repo, content: string) {
-  return withObjectQuarantine(
-    repo.dir,
-    "small",
-    (ctx) => ctx.git(["hash-object", "-w", "--stdin"], { input: content }),
-    { env: gitEnv },
-  );
-}
+afterEach(async () => {
+  stopPublishers();
+  await cleanup();
+});
 
 describe("who may break an ownership record", () => {
   it("a capture never breaks a live record held by another capture of its own process", async () => {
@@ -136,40 +74,47 @@ describe("who may break an ownership record", () => {
     ["a pid that now belongs to another process", async () => ({ pid: process.ppid, pidStart: "1" })],
     [
       "this process, for a record none of its captures holds (a failed release)",
-      async () => ({ ...currentProcess() }),
-    ],
-    [
-      "another host, once it is older than packOwnerStaleAfterMs",
-      async () => ({ pid: 1, host: "elsewhere", createdAt: 0 }),
+      async () => ({ ...currentProcess(), instance: INSTANCE }),
     ],
   ])("breaks a record of %s", async (_case, holder) => {
-    const pack = await packNameFor(7);
-    const repo = await repoWithLargeFile(7);
-    await plantRecord(repo, pack, await holder());
-    const { published } = await capture(repo);
-    expect(published.packs).toEqual([pack]);
-    expect(await ownerEntries(repo)).toBeNull();
-    await fsckStrict(repo);
+    await expectBroken(7, await holder());
   });
 
-  it.each([
-    ["a live process of this host", async () => liveIdentity(process.ppid)],
-    ["another host, while it is recent", async () => ({ pid: 1, host: "elsewhere", createdAt: Date.now() })],
-  ])("waits for %s, then gives up with a retryable busy error", async (_case, holder) => {
-    const pack = await packNameFor(8);
-    const repo = await repoWithLargeFile(8);
-    const planted = await plantRecord(repo, pack, await holder());
-    const { clock, timer } = waitingClock();
-    let waits = 0;
-    const error = await rejectionOf(
-      capture(repo, { clock, timer, packBusyTimeoutMs: 1_000, testHooks: { onPackBusy: () => waits++ } }),
+  it("waits for a live process, then gives up with a retryable busy error", async () => {
+    await expectBusy(8, await liveIdentity(process.ppid));
+  });
+
+  it("never breaks a live record of another copy of the module in this process (a worker thread, a second bundle)", async () => {
+    const repo = await makeRepo();
+    const pack = `pack-${"1".repeat(40)}`;
+    const options = (captureId: string, waits = waitingClock()): OwnershipOptions => ({
+      fs: realPublishFs,
+      ...waits,
+      shared: 0,
+      captureId,
+      busyTimeoutMs: 1_000,
+      staleAfterMs: 600_000,
+    });
+    const first = await acquirePackOwnership(repo.objects, pack, options("first"));
+    let copy!: typeof import("../../src/quarantine/pack-ownership");
+    await jest.isolateModulesAsync(async () => {
+      copy = await import("../../src/quarantine/pack-ownership");
+    });
+    expect(copy.INSTANCE).not.toBe(INSTANCE);
+    // Same pid and start time, but the record is not in the copy's registry: still live.
+    expect(await copy.tryAcquirePackOwnership(repo.objects, pack, options("second"))).toBeNull();
+    const error = await copy.acquirePackOwnership(repo.objects, pack, options("second")).then(
+      () => null,
+      (e: unknown) => e as { code?: string },
     );
-    expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PACK_BUSY");
-    expect(error.permanent).toBe(false);
-    expect(waits).toBeGreaterThan(10);
-    expect(await packsIn(repo.objects)).toEqual([]);
-    expect((await readRecord(repo, pack)).lockId).toBe(planted.lockId);
-    await fsckStrict(repo);
+    expect(error?.code).toBe("RECLAIM_ERR_QUARANTINE_PACK_BUSY");
+    expect(await first.held()).toBe(true);
+    await first.release();
+    const second = await copy.acquirePackOwnership(repo.objects, pack, options("second"));
+    expect(second.tookOverAbandoned).toBe(false);
+    expect(await tryAcquirePackOwnership(repo.objects, pack, options("third"))).toBeNull();
+    await second.release();
+    expect(await ownerEntries(repo)).toBeNull();
   });
 
   it("bounds the wait for another capture of this process with a retryable busy error", async () => {
@@ -215,7 +160,89 @@ describe("who may break an ownership record", () => {
   });
 });
 
+describe("breaking a dead record", () => {
+  it("replaces it in one step, so another process never takes the pack without recovering it", async () => {
+    const pack = await packNameFor(11);
+    const repo = await repoWithLargeFile(11);
+    // A capture died right after reserving `.pack` with the rename fallback: an empty
+    // placeholder, invisible to git, guarded by its record.
+    await writeFile(path.join(repo.objects, "pack", `${pack}.pack`), "");
+    await plantRecord(repo, pack, { pid: await pidOfExitedProcess() });
+    // This capture breaks that record and stops as it drops the break lock.
+    const x = gatedFs(
+      (call, target) => call === "unlink" && path.basename(target).startsWith(`${pack}.break-`),
+    );
+    const running = capture(repo, { ref: "refs/reclaim/x", testHooks: { fs: x.fs } });
+    await x.stopped;
+    expect((await readRecord(repo, pack)).pid).toBe(process.pid);
+    // A second process reaching the pack now finds it held, not free.
+    const z = startPublisher(repo, { ref: "refs/reclaim/z" });
+    await z.line("busy");
+    x.open();
+    expect((await running).published.recoveredPacks).toEqual([pack]);
+    expect(await z.exited).toBe(0);
+    const commits = [(await running).value.commit, (await z.line("commit ")).slice("commit ".length)];
+    for (const commit of commits) {
+      expect((await repo.git(["cat-file", "-s", `${commit}:a-large.bin`])).trim()).toBe(
+        String(bigContent(11).length),
+      );
+    }
+    await repo.git(["verify-pack", path.join(repo.objects, "pack", `${pack}.idx`)]);
+    expect(await ownerEntries(repo)).toBeNull();
+    await fsckStrict(repo);
+  });
+
+  it("leaves an unreadable record whose inode became a fresh record while it took the break lock", async () => {
+    const pack = await packNameFor(12);
+    const repo = await repoWithLargeFile(12);
+    // A record a crash left empty, an hour ago: dead by its age, named by its inode.
+    const record = path.join(ownersDir(repo), pack);
+    await mkdir(ownersDir(repo), { recursive: true });
+    await writeFile(record, "");
+    const anHourAgo = new Date(Date.now() - 3_600_000);
+    await utimes(record, anHourAgo, anHourAgo);
+    const ino = (await stat(record)).ino;
+    const x = gatedFs(
+      (call, target) => call === "createExclusive" && path.basename(target) === `${pack}.break-ino${ino}`,
+    );
+    const { clock, timer } = waitingClock();
+    const running = capture(repo, { clock, timer, packBusyTimeoutMs: 1_000, testHooks: { fs: x.fs } });
+    await x.stopped;
+    // Meanwhile the inode became a new capture's record, still being written: fresh.
+    const now = new Date();
+    await utimes(record, now, now);
+    x.open();
+    expect((await rejectionOf(running)).code).toBe("RECLAIM_ERR_QUARANTINE_PACK_BUSY");
+    expect((await stat(record)).ino).toBe(ino);
+    expect(await packsIn(repo.objects)).toEqual([]);
+  });
+});
+
 describe("a capture that no longer owns its pack", () => {
+  it("does not remove the record it failed to make durable once the name is another capture's", async () => {
+    const repo = await repoWithLargeFile(15);
+    let theirs: { name: string; lockId: string } | undefined;
+    const fs: PublishFs = {
+      ...realPublishFs,
+      syncDir: async (target) => {
+        if (theirs === undefined && path.basename(target) === "reclaim-pack-owners") {
+          // This capture's record exists; before it is durable the name changes hands (a
+          // new file renamed over it: another inode).
+          const [name] = (await readdir(target)).filter((n) => !n.includes("."));
+          const record = await plantRecord(repo, `${name}.theirs`, { pid: 1, bootId: "another-machine" });
+          await rename(path.join(target, `${name}.theirs`), path.join(target, name!));
+          theirs = { name: name!, lockId: record.lockId };
+          throw errnoError("EIO", "fsync", target);
+        }
+        return realPublishFs.syncDir(target);
+      },
+    };
+    const error = await rejectionOf(capture(repo, { testHooks: { fs } }));
+    expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED");
+    expect(error.message).toContain("EIO");
+    expect((await readRecord(repo, theirs!.name)).lockId).toBe(theirs!.lockId);
+  });
+
   it("neither releases the record nor removes the pack files it linked", async () => {
     const repo = await repoWithLargeFile(13);
     const a = gatedFs((call, target) => call === "link" && target.endsWith(".idx"));
@@ -224,7 +251,7 @@ describe("a capture that no longer owns its pack", () => {
     const pack = path.basename(index, ".idx");
     // Another host broke A's record by age and took the pack: the name is theirs now.
     await unlink(path.join(ownersDir(repo), pack));
-    const theirs = await plantRecord(repo, pack, { pid: 1, host: "elsewhere" });
+    const theirs = await plantRecord(repo, pack, { pid: 1, bootId: "another-machine", host: "elsewhere" });
     a.open(errnoError("ENOSPC", "link", index));
     expect((await rejectionOf(running)).code).toBe("RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED");
     expect((await readRecord(repo, pack)).lockId).toBe(theirs.lockId);
@@ -238,7 +265,7 @@ describe("a capture that no longer owns its pack", () => {
     const running = capture(repo, { ref: "refs/reclaim/lost", testHooks: { fs: a.fs } });
     const pack = path.basename(await a.stopped, ".pack");
     await unlink(path.join(ownersDir(repo), pack));
-    const theirs = await plantRecord(repo, pack, { pid: 1, host: "elsewhere" });
+    const theirs = await plantRecord(repo, pack, { pid: 1, bootId: "another-machine", host: "elsewhere" });
     a.open();
     const error = await rejectionOf(running);
     expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED");
@@ -310,6 +337,87 @@ describe("recovery of a publication abandoned by a dead capture", () => {
     expect((await repo.git(["cat-file", "-s", `${again.value.commit}:a-large.bin`])).trim()).toBe(
       String(bigContent(31).length),
     );
+    await fsckStrict(repo);
+  });
+
+  it("goes on when a pack cannot be recovered (EIO): reported, its record left for a later publication", async () => {
+    const repo = await makeRepo();
+    const pack = `pack-${"2".repeat(40)}`;
+    const leftover = path.join(repo.objects, "pack", `${pack}.pack`);
+    await writeFile(leftover, "the .pack of a capture that died before its .idx");
+    await plantRecord(repo, pack, { pid: await pidOfExitedProcess() });
+    const failing: PublishFs = {
+      ...realPublishFs,
+      unlink: async (target) => {
+        if (target === leftover) throw errnoError("EIO", "unlink", target);
+        return realPublishFs.unlink(target);
+      },
+    };
+    const { value, published } = await smallCapture(repo, "published anyway\n", failing);
+    await repo.git(["cat-file", "-e", value.trim()]);
+    expect(published.recoveredPacks).toEqual([]);
+    expect(published.recoveryFailures).toEqual([{ pack, reason: expect.stringContaining("EIO") }]);
+    expect(await packsIn(repo.objects)).toEqual([`${pack}.pack`]);
+    expect(await ownerEntries(repo)).toEqual([pack]);
+    // The next publication recovers it.
+    const again = await smallCapture(repo, "later\n");
+    expect(again.published.recoveredPacks).toEqual([pack]);
+    expect(again.published.recoveryFailures).toEqual([]);
+    expect(await packsIn(repo.objects)).toEqual([]);
+    expect(await ownerEntries(repo)).toBeNull();
+    await fsckStrict(repo);
+  });
+
+  it("marks the record a failed compensation leaves, so another process recovers the pack at once", async () => {
+    const repo = await repoWithLargeFile(33);
+    let pack = "";
+    const fs: PublishFs = {
+      ...realPublishFs,
+      link: async (from, to) => {
+        if (!to.endsWith(".idx")) return realPublishFs.link(from, to);
+        pack = path.basename(to, ".idx");
+        throw errnoError("ENOSPC", "link", to);
+      },
+      unlink: async (target) => {
+        if (pack && target === path.join(repo.objects, "pack", `${pack}.pack`)) {
+          throw errnoError("EIO", "unlink", target);
+        }
+        return realPublishFs.unlink(target);
+      },
+    };
+    expect((await rejectionOf(capture(repo, { testHooks: { fs } }))).code).toBe(
+      "RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED",
+    );
+    const left = await readRecord(repo, pack);
+    expect([left.pid, left.abandoned]).toEqual([process.pid, true]);
+    expect(await packsIn(repo.objects)).toEqual([`${pack}.pack`]);
+    // This process still runs: only the mark lets another process recover the pack now.
+    const other = startPublisher(repo, { ref: "refs/reclaim/other", packBusyTimeoutMs: 1_000 });
+    expect(await other.exited).toBe(0);
+    expect(await other.line("recovered ")).toBe(`recovered ${pack}`);
+    await repo.git(["verify-pack", path.join(repo.objects, "pack", `${pack}.idx`)]);
+    expect(await ownerEntries(repo)).toBeNull();
+    await fsckStrict(repo);
+  });
+
+  it("marks a record whose release failed, so another process may take the pack at once", async () => {
+    const repo = await repoWithLargeFile(34);
+    let failed = false;
+    const fs: PublishFs = {
+      ...realPublishFs,
+      unlink: async (target) => {
+        if (failed || !isRecord(target)) return realPublishFs.unlink(target);
+        failed = true;
+        throw errnoError("EIO", "unlink", target);
+      },
+    };
+    const error = await rejectionOf(capture(repo, { testHooks: { fs } }));
+    expect(error.message).toMatch(/releasing ownership.*EIO/);
+    const [pack] = (await ownerEntries(repo))!;
+    expect((await readRecord(repo, pack!)).abandoned).toBe(true);
+    const other = startPublisher(repo, { ref: "refs/reclaim/other", packBusyTimeoutMs: 1_000 });
+    expect(await other.exited).toBe(0);
+    expect(await ownerEntries(repo)).toBeNull();
     await fsckStrict(repo);
   });
 

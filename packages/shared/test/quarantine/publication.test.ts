@@ -5,7 +5,7 @@
  * (Ownership records, recovery and the race across processes: ownership.test.ts.)
  */
 import { chmodSync, readdirSync } from "node:fs";
-import { copyFile, readdir, stat, unlink, writeFile } from "node:fs/promises";
+import { copyFile, readdir, readFile, stat, unlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { realPublishFs, type PublishFs } from "../../src";
 import { capture } from "./capture";
@@ -20,6 +20,7 @@ import {
   repoWithLargeFile,
   type Repo,
 } from "./git-fixture";
+import { packNameFor } from "./ownership-fixture";
 import { ownersDir } from "./owners";
 import { rejectionOf } from "../rejection";
 
@@ -194,6 +195,45 @@ describe("failed publication", () => {
     await expectNoTrace(repo, "refs/reclaim/chmod");
     expect(await indexAndHead(repo)).toEqual(realFiles);
     await fsckStrict(repo);
+  });
+});
+
+describe("a .pack already in the store without its index", () => {
+  it.each([
+    ["hard links", null],
+    ["the rename fallback", "EPERM"],
+  ])(
+    "is replaced, not adopted, when it is not this capture's (a dead capture's empty placeholder), with %s",
+    async (_case, code) => {
+      const pack = await packNameFor(1);
+      const repo = await repoWithLargeFile();
+      const leftover = path.join(repo.objects, "pack", `${pack}.pack`);
+      await writeFile(leftover, "");
+      const fs = code
+        ? faultyFs((_from, to) => {
+            throw errnoError(code, "link", to);
+          })
+        : realPublishFs;
+      const { value, published } = await capture(repo, { testHooks: { fs } });
+      expect(published.packs).toEqual([pack]);
+      expect((await stat(leftover)).size).toBeGreaterThan(0);
+      await repo.git(["verify-pack", path.join(repo.objects, "pack", `${pack}.idx`)]);
+      await expectBlob(repo, value.commit, "a-large.bin", bigContent(1));
+      await fsckStrict(repo);
+    },
+  );
+
+  it("is neither adopted nor removed when it differs from this capture's and its index is published", async () => {
+    const pack = await packNameFor(1);
+    const repo = await repoWithLargeFile();
+    const leftover = path.join(repo.objects, "pack", `${pack}.pack`);
+    await writeFile(leftover, "not this pack");
+    await writeFile(path.join(repo.objects, "pack", `${pack}.idx`), "an index");
+    const error = await rejectionOf(capture(repo, { ref: "refs/reclaim/corrupt" }));
+    expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED");
+    expect(error.message).toContain("differs");
+    expect(await readFile(leftover, "utf8")).toBe("not this pack");
+    await expect(repo.git(["rev-parse", "--verify", "-q", "refs/reclaim/corrupt"])).rejects.toThrow();
   });
 });
 

@@ -6,20 +6,26 @@
  *
  * stdout, one line each: `commit <oid>` once the capture's commit exists; `busy` the first
  * time the pack is held by someone else; `at <file>` when publication reaches `at`;
- * `done` after the capture resolved. stderr: the error it rejected with, if any (exit 1).
+ * `recovered <pack,...>` and `done` after the capture resolved. stderr: the error it
+ * rejected with, if any (exit 1).
  */
 import path from "node:path";
+import { createInterface } from "node:readline";
 import { realPublishFs, type PublishFs } from "../../src";
 import { capture, type CaptureOptions } from "./capture";
 import { makeRepoHandle } from "./repo-handle";
 
 export interface Script {
   ref?: string;
+  packBusyTimeoutMs?: number;
   packing?: CaptureOptions["packing"];
   /** A pack file extension: stop when publication is about to link that file. */
   at?: string;
-  /** At `at`: "kill" itself with SIGKILL, or "await-sigterm" until SIGTERM aborted the capture. */
-  action?: "kill" | "await-sigterm";
+  /**
+   * At `at`: "kill" itself with SIGKILL, "await-sigterm" until SIGTERM aborted the capture, or
+   * "await-line" until a line arrives on stdin.
+   */
+  action?: "kill" | "await-sigterm" | "await-line";
 }
 
 const script = JSON.parse(process.argv[3]!) as Script;
@@ -37,14 +43,26 @@ const fs: PublishFs = {
         await new Promise((resolve) => signal!.addEventListener("abort", resolve, { once: true }));
         clearInterval(keepAlive);
       }
+      if (script.action === "await-line") await lineOnStdin();
     }
     return realPublishFs.link(from, to);
   },
 };
 
+function lineOnStdin(): Promise<void> {
+  return new Promise((resolve) => {
+    const lines = createInterface({ input: process.stdin });
+    lines.once("line", () => {
+      lines.close();
+      resolve();
+    });
+  });
+}
+
 capture(makeRepoHandle(process.argv[2]!), {
   ref: script.ref,
   packing: script.packing,
+  packBusyTimeoutMs: script.packBusyTimeoutMs,
   onCommit: (commit, ctx) => {
     signal = ctx.signal;
     process.stdout.write(`commit ${commit}\n`);
@@ -57,7 +75,7 @@ capture(makeRepoHandle(process.argv[2]!), {
     },
   },
 }).then(
-  () => process.stdout.write("done\n"),
+  ({ published }) => process.stdout.write(`recovered ${published.recoveredPacks.join(",")}\ndone\n`),
   (error: unknown) => {
     process.stderr.write(`${String(error)}\n`);
     process.exitCode = 1;

@@ -13,15 +13,40 @@ export interface Publisher {
   exited: Promise<NodeJS.Signals | number | null>;
   stderr(): string;
   kill(signal: NodeJS.Signals): void;
+  /** Writes `line` to its stdin and closes it (what action "await-line" waits for). */
+  send(line: string): void;
 }
 
-export function startPublisher(repo: Repo, script: Script): Publisher {
-  const child = spawn(
+const running = new Set<() => void>();
+
+/** Kills every publisher still running (a failed test may leave one waiting): for afterEach. */
+export function stopPublishers(): void {
+  for (const kill of running) kill();
+}
+
+/**
+ * Starts the publisher, through `wrapper` (a command that runs the rest of its arguments,
+ * e.g. `unshare ...`) when given; stdin stays open only for action "await-line".
+ */
+export function startPublisher(repo: Repo, script: Script, wrapper: string[] = []): Publisher {
+  const command = [
+    ...wrapper,
     process.execPath,
-    ["--import", "tsx", path.join(__dirname, "publish-process.ts"), repo.dir, JSON.stringify(script)],
-    { cwd: path.resolve(__dirname, "../../../.."), env: { ...process.env, ...gitEnv }, stdio: "pipe" },
-  );
-  child.stdin.end();
+    "--import",
+    "tsx",
+    path.join(__dirname, "publish-process.ts"),
+    repo.dir,
+    JSON.stringify(script),
+  ];
+  const child = spawn(command[0]!, command.slice(1), {
+    cwd: path.resolve(__dirname, "../../../.."),
+    env: { ...process.env, ...gitEnv },
+    stdio: "pipe",
+  });
+  if (script.action !== "await-line") child.stdin.end();
+  const killHard = (): void => void child.kill("SIGKILL");
+  running.add(killHard);
+  child.on("exit", () => running.delete(killHard));
   const lines: string[] = [];
   const waiters: { prefix: string; resolve: (line: string) => void; reject: (e: Error) => void }[] = [];
   let stderr = "";
@@ -55,5 +80,6 @@ export function startPublisher(repo: Repo, script: Script): Publisher {
     exited,
     stderr: () => stderr,
     kill: (signal) => child.kill(signal),
+    send: (line) => child.stdin.end(`${line}\n`),
   };
 }
