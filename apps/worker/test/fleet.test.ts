@@ -162,7 +162,7 @@ it("SIGTERM finishes the active job, takes no new one, and exits cleanly", async
   await folderCreated(later);
   const exit = await Promise.race([
     p.exited,
-    new Promise((resolve) => setTimeout(() => resolve("still running"), 40_000)),
+    new Promise((resolve) => setTimeout(() => resolve("still running"), 40_000).unref()),
   ]);
   if (exit === "still running") throw new Error(`the worker did not exit after SIGTERM:\n${p.output()}`);
   expect(exit).toEqual({ code: 0, signal: null });
