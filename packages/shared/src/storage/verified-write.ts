@@ -1,8 +1,10 @@
-import { createHash } from "node:crypto";
 import type { FileHandle } from "node:fs/promises";
-import type { Readable } from "node:stream";
+import { Writable, type Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import { StorageError } from "../errors";
+import { PIPELINE_HIGH_WATER_MARK } from "../stream-buffering";
 import { lengthMismatch } from "./metered-stream";
+import { createSha256 } from "./sha256-off-thread";
 
 /**
  * Writes a stream of known length into an open file and verifies it, in one pass over the
@@ -12,7 +14,8 @@ import { lengthMismatch } from "./metered-stream";
  *    at an explicit position;
  *  - every `REGION` bytes, the file's data is fdatasynced and that region is then read back
  *    through the file, compared byte for byte with the chunks that were sent (kept until
- *    then), and fed to SHA-256, while the next region is already being produced and written;
+ *    then), and fed to SHA-256 (on a worker thread for large payloads: sha256-off-thread.ts),
+ *    while the next region is already being produced and written;
  *  - the last region is read back after a full fsync of the file.
  *
  * So every byte is durable, then read back and equal to what was sent, before the result is
@@ -21,7 +24,8 @@ import { lengthMismatch } from "./metered-stream";
  * instead of twice, and the fsync no longer waits for gigabytes dirtied in one go.
  *
  * Memory: the chunks of at most two regions (the one being verified and the one being
- * written) and one read buffer: about 2 * (REGION + WRITE_BATCH) + READ_PIECE. The chunks
+ * written) and the hash's read buffers: about 2 * (REGION + WRITE_BATCH) + 3 * READ_PIECE.
+ * The chunks
  * must not be modified by their producer after being handed over (Node streams never do);
  * if one were, the comparison would fail (RECLAIM_ERR_STORAGE_VERIFY_FAILED), never pass
  * silently.
@@ -43,8 +47,7 @@ export async function writeVerified(
   byteLength: number,
   hooks: VerifiedWriteHooks = {},
 ): Promise<{ sha256: string; byteSize: number }> {
-  const hash = createHash("sha256");
-  const readBuffer = Buffer.allocUnsafe(Math.min(READ_PIECE, Math.max(1, byteLength)));
+  const hash = createSha256(byteLength, Math.min(READ_PIECE, Math.max(1, byteLength)));
   let written = 0; // bytes written to the file
   let batch: Buffer[] = [];
   let batchBytes = 0;
@@ -65,6 +68,7 @@ export async function writeVerified(
     let chunk = 0;
     let within = 0;
     for (let done = 0; done < length;) {
+      const readBuffer = await hash.buffer();
       const want = Math.min(readBuffer.length, length - done);
       const { bytesRead } = await handle.read(readBuffer, 0, want, offset + done);
       if (bytesRead === 0) throw verifyFailed(`ends at ${offset + done} of ${offset + length} bytes`);
@@ -85,8 +89,8 @@ export async function writeVerified(
           within = 0;
         }
       }
-      hash.update(piece);
       done += bytesRead;
+      hash.update(readBuffer, bytesRead); // hands readBuffer over: not used after this
     }
   };
 
@@ -110,25 +114,38 @@ export async function writeVerified(
   };
 
   try {
-    for await (const data of body as AsyncIterable<Buffer | string>) {
-      const chunk = typeof data === "string" ? Buffer.from(data) : data;
-      if (written + batchBytes + chunk.length > byteLength)
-        throw lengthMismatch(byteLength, `more than ${byteLength}`);
-      if (chunk.length === 0) continue;
-      batch.push(chunk);
-      region.push(chunk);
-      batchBytes += chunk.length;
-      if (batchBytes >= WRITE_BATCH) await flushBatch();
-    }
+    // A Writable, not `for await`: the async iterator reads with `read()`, which concatenates
+    // everything buffered into a new Buffer (a copy of every byte); a Writable is handed the
+    // producer's chunks as they are.
+    await pipeline(
+      body,
+      new Writable({
+        highWaterMark: PIPELINE_HIGH_WATER_MARK,
+        write(data: Buffer | string, _encoding, callback) {
+          const chunk = typeof data === "string" ? Buffer.from(data) : data;
+          if (written + batchBytes + chunk.length > byteLength) {
+            callback(lengthMismatch(byteLength, `more than ${byteLength}`));
+            return;
+          }
+          if (chunk.length === 0) return callback();
+          batch.push(chunk);
+          region.push(chunk);
+          batchBytes += chunk.length;
+          if (batchBytes < WRITE_BATCH) return callback();
+          flushBatch().then(() => callback(), callback);
+        },
+      }),
+    );
     await flushBatch();
     if (written !== byteLength) throw lengthMismatch(byteLength, String(written));
     await verifying;
     await verify(regionStart, region, true);
     const { size } = await handle.stat();
     if (size !== byteLength) throw verifyFailed(`holds ${size} bytes, ${byteLength} were sent`);
-    return { sha256: hash.digest("hex"), byteSize: size };
+    return { sha256: await hash.digest(), byteSize: size };
   } finally {
     await verifying.catch(() => undefined); // never leave a read running on a handle being closed
+    await hash.close();
   }
 }
 

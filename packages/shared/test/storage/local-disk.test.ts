@@ -88,6 +88,7 @@ describe("local_disk durability and verification", () => {
   it.each([
     ["a small object", 1024, 100],
     ["a large object, in a later region than the first", 20 * 1024 * 1024, 17 * 1024 * 1024 + 5],
+    ["an object hashed on a worker thread, in its last region", 40 * 1024 * 1024, 40 * 1024 * 1024 - 3],
   ])(
     "reports nothing stored when the bytes read back differ from what was sent (%s)",
     async (_case, size, corruptAt) => {
