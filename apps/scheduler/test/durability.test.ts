@@ -10,7 +10,15 @@ import { createServer } from "node:net";
 import { existsSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
-import { createDb, deadlineJobId, FaultPoints, queueName, silentLogger, type Db } from "@reclaim/core";
+import {
+  createDb,
+  deadlineJobId,
+  FaultPoints,
+  queueName,
+  settlesWithin,
+  silentLogger,
+  type Db,
+} from "@reclaim/core";
 import {
   createTestDatabase,
   deleteKeys,
@@ -160,6 +168,20 @@ describe("a Redis restart", () => {
       redis.disconnect();
       await scheduler.stop();
     }
+  });
+
+  it.each([
+    ["while Redis is down", false],
+    ["right after Redis came back, its connections still reconnecting", true],
+  ])("a scheduler stops %s, instead of waiting for a connection's end forever", async (_case, restart) => {
+    const env = stackEnv(database, uniquePrefix(), root.path, { REDIS_URL: `redis://127.0.0.1:${port}` });
+    const scheduler = await createScheduler({ env, log: silentLogger });
+    await scheduler.started;
+    server!.kill("SIGKILL");
+    await new Promise((resolve) => server!.once("exit", resolve));
+    if (restart) await startRedis();
+    // A hang, not a speed, is what this bounds: before, stop() never returned.
+    expect(await settlesWithin(scheduler.stop(), 20_000)).toBe(true);
   });
 });
 

@@ -31,15 +31,32 @@ export function onReconnect(redis: Redis, fn: () => void): void {
  */
 export async function closeRedis(connection: Redis): Promise<void> {
   if (connection.status === "end") return;
-  const quit = connection.quit().then(
-    () => true,
-    () => false,
+  const answered = await settlesWithin(
+    connection.quit().catch(() => undefined),
+    CLOSE_WAIT_MS,
   );
+  if (!answered) connection.disconnect();
+}
+
+/** How long a shutdown waits for Redis, or for a BullMQ object closing over it. */
+export const CLOSE_WAIT_MS = 2000;
+
+/**
+ * Whether `promise` settles within `ms`. A close that waits on a Redis connection can wait
+ * forever: ioredis parks a connection that is disconnected while it waits to reconnect in
+ * `reconnecting` without ever emitting `end`, and BullMQ's close waits for that `end`. Such a
+ * connection holds no socket and no timer, so giving up on the wait leaks nothing that keeps
+ * the process alive.
+ */
+export async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  const answered = await Promise.race([
-    quit,
-    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), 2000))),
+  const settled = await Promise.race([
+    promise.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms))),
   ]);
   clearTimeout(timer);
-  if (!answered) connection.disconnect();
+  return settled;
 }

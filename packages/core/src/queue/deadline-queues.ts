@@ -24,6 +24,7 @@ import {
   type DeadlineRequest,
   type LedgerKey,
 } from "../ledger";
+import { CLOSE_WAIT_MS, settlesWithin } from "./connection";
 import { deadlineJobId, deadlineKeyOf, queueName, sweepJobId, type ReclaimJobData } from "./names";
 
 export interface DeadlineQueuesOptions {
@@ -254,20 +255,14 @@ export class DeadlineQueues {
    */
   async close(): Promise<void> {
     this.closed = true;
-    if (this.inFlight.size > 0) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        Promise.allSettled([...this.inFlight]),
-        new Promise((resolve) => (timer = setTimeout(resolve, 10_000))),
-      ]);
-      clearTimeout(timer);
-    }
+    if (this.inFlight.size > 0) await settlesWithin(Promise.allSettled([...this.inFlight]), 10_000);
     await Promise.all(
       this.followers.splice(0).map(async ({ events, connection }) => {
         // Its blocking read ends with the connection: drop that first, so a Redis that is
-        // down or restarting cannot hold the close.
+        // down or restarting cannot hold the close; and bound the close, because a connection
+        // dropped while it waited to reconnect never reports its end (settlesWithin).
         connection.disconnect();
-        await events.close();
+        await settlesWithin(events.close(), CLOSE_WAIT_MS);
       }),
     );
     await Promise.all([...this.queues.values()].map((q) => q.close()));
