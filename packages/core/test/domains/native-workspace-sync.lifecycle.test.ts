@@ -17,7 +17,7 @@ import {
   silentLogger,
   type BatchReport,
 } from "@reclaim/core";
-import { startStack, type Stack } from "@reclaim/testkit";
+import { startStack, waitFor, type Stack } from "@reclaim/testkit";
 import {
   DOMAIN,
   insertRun,
@@ -91,8 +91,15 @@ describe("deadlines", () => {
     const mine = deadlines.body.deadlines.filter((d: { companyId: string }) => d.companyId === company);
     expect(mine).toHaveLength(1);
     expect(Math.abs(Date.parse(mine[0].dueAt) - (Date.now() + 7 * DAY))).toBeLessThan(60_000);
-    const job = await stack.scheduler.deps.queues.queue(DOMAIN).getJob(`${DOMAIN}--${company}`);
-    expect(await job!.getState()).toBe("delayed");
+    // The report is written inside the job; its next deadline is queued once the job has
+    // finished (the same job id), so the delayed job appears a moment after the report.
+    const queue = stack.scheduler.deps.queues.queue(DOMAIN);
+    await waitFor(
+      async () => (await (await queue.getJob(`${DOMAIN}--${company}`))?.getState()) === "delayed",
+      {
+        what: "the recheck queued as a delayed job",
+      },
+    );
   });
 
   it("of a settled run come from its finish plus the window, or its newest file if later", async () => {
