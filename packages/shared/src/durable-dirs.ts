@@ -9,9 +9,9 @@ import path from "node:path";
 /** Sees every path fsynced (test hook, never set in production). */
 export type FsyncObserver = (target: string) => void;
 
-/** fsyncs `target` (a file opened with `flags`, or a directory with "r"). */
-export async function fsyncPath(target: string, flags: "r" | "r+", observe?: FsyncObserver): Promise<void> {
-  const handle = await open(target, flags);
+/** fsyncs the directory `target`, so the entries it holds are durable. */
+export async function fsyncDir(target: string, observe?: FsyncObserver): Promise<void> {
+  const handle = await open(target, "r");
   try {
     await handle.sync();
   } finally {
@@ -32,5 +32,5 @@ export async function mkdirDurable(dir: string, mode: number, observe?: FsyncObs
     created.unshift(level);
     if (level === path.resolve(first) || level === path.dirname(level)) break;
   }
-  for (const level of created) await fsyncPath(path.dirname(level), "r", observe);
+  for (const level of created) await fsyncDir(path.dirname(level), observe);
 }

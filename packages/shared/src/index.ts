@@ -36,6 +36,8 @@ export {
   rewrap,
   deleteSealed,
   SEAL_HEADER_SUFFIX,
+  MAX_SEAL_HEADER_BYTES,
+  readSealHeaderBytes,
   type SealOptions,
   type SealedObject,
   type OpenOptions,
@@ -53,7 +55,8 @@ export {
   type QuarantineOptions,
   type QuarantineResult,
 } from "./quarantine/quarantine";
-export { PACK_ORDER, type PublishedObjects } from "./quarantine/publish";
+export type { PublishedObjects } from "./quarantine/publish";
+export { PACK_ORDER } from "./quarantine/pack-files";
 export type { RecoveryFailure } from "./quarantine/pack-recovery";
 export { realPublishFs, type PublishFs } from "./quarantine/publish-fs";
 export { quoteAlternate } from "./quarantine/git-env";

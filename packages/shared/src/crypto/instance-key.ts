@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { chmod, link, open, readFile, stat, unlink } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fsyncPath, mkdirDurable, type FsyncObserver } from "../durable-dirs";
+import { fsyncDir, mkdirDurable, type FsyncObserver } from "../durable-dirs";
 import { ConfigError, errnoCode, SealError } from "../errors";
 
 /** Where the instance key came from: restore points on s3 need "env" (see assertRestorePointsAllowed). */
@@ -145,7 +145,7 @@ async function createKeyFile(file: string, onFsync: FsyncObserver | undefined): 
       if (errnoCode(error) !== "EEXIST") throw error;
     });
     await unlink(temp);
-    await fsyncPath(dir, "r", onFsync); // the link (and the temporary's removal) made durable
+    await fsyncDir(dir, onFsync); // the link (and the temporary's removal) made durable
   } catch (error) {
     throw new SealError("RECLAIM_ERR_INSTANCE_KEY_IO", `creating ${file}: ${errnoCode(error) ?? error}`, {
       cause: error,

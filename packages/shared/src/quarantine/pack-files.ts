@@ -7,8 +7,6 @@
  */
 export const PACK_ORDER = ["keep", "pack", "rev", "idx", "bitmap", "promisor", "mtimes"] as const;
 
-export type PackExtension = (typeof PACK_ORDER)[number];
-
 /** The files published before the index: invisible to git while the index is absent. */
 export const BEFORE_INDEX: ReadonlySet<string> = new Set(PACK_ORDER.slice(0, PACK_ORDER.indexOf("idx")));
 

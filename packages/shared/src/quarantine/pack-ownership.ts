@@ -148,7 +148,7 @@ type Observed = { kind: "gone" } | Held;
 
 type Taken = { lockId: string; ino: number; brokeDead: boolean };
 
-export const OWNERS_DIR = path.join("info", "reclaim-pack-owners");
+const OWNERS_DIR = path.join("info", "reclaim-pack-owners");
 const POLL_MS = 20;
 
 /**

@@ -80,7 +80,7 @@ async function recoverPack(objectsDir: string, pack: string, options: OwnershipO
  * Runs `fn` holding `ownership`, then releases it; if `fn` fails, the record is abandoned
  * instead (left in place, marked, for the next publication to recover) and the error rethrown.
  */
-export async function whileHolding<T>(ownership: PackOwnership, fn: () => Promise<T>): Promise<T> {
+async function whileHolding<T>(ownership: PackOwnership, fn: () => Promise<T>): Promise<T> {
   let value: T;
   try {
     value = await fn();

@@ -44,10 +44,10 @@ export interface ProcessIdentity {
 }
 
 /** "unknown": the holder's process cannot be seen from here; the caller judges by age. */
-export type ProcessLiveness = "alive" | "dead" | "unknown";
+type ProcessLiveness = "alive" | "dead" | "unknown";
 
 /** How this module reads /proc/<pid>/stat (the publication fs, so tests can inject EACCES). */
-export type ReadText = (file: string) => Promise<string>;
+type ReadText = (file: string) => Promise<string>;
 
 let self: ProcessIdentity | undefined;
 let bootStart: number | undefined;

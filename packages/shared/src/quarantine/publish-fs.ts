@@ -13,6 +13,7 @@ import {
   stat,
   unlink,
 } from "node:fs/promises";
+import { fsyncDir } from "../durable-dirs";
 
 /**
  * The filesystem calls publication makes, behind one narrow interface so a test can inject
@@ -55,7 +56,7 @@ export interface PublishFs {
   removeTree(target: string): Promise<void>;
 }
 
-export const TAIL_BYTES = 64;
+const TAIL_BYTES = 64;
 
 export const realPublishFs: PublishFs = {
   link: (from, to) => link(from, to),
@@ -115,14 +116,7 @@ export const realPublishFs: PublishFs = {
       await handle.close();
     }
   },
-  syncDir: async (target) => {
-    const handle = await open(target, constants.O_RDONLY);
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  },
+  syncDir: (target) => fsyncDir(target),
   readFile: (target) => readFile(target, "utf8"),
   fingerprint: async (target) => {
     const handle = await open(target, constants.O_RDONLY);

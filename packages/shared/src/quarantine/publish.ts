@@ -51,8 +51,6 @@ import { recoverAbandonedPacks, removeUnindexedPack, type RecoveryFailure } from
 import type { PublishFs } from "./publish-fs";
 import { adjustSharedPerm, type SharedRepository } from "./shared-permissions";
 
-export { PACK_ORDER } from "./pack-files";
-
 export interface PublishOptions {
   fs: PublishFs;
   shared: SharedRepository;

@@ -3,7 +3,7 @@ import { constants } from "node:fs";
 import { lstat, open, realpath, rename, unlink } from "node:fs/promises";
 import path from "node:path";
 import type { Readable } from "node:stream";
-import { fsyncPath, mkdirDurable } from "../durable-dirs";
+import { fsyncDir, mkdirDurable, type FsyncObserver } from "../durable-dirs";
 import { errnoCode, ReclaimError, StorageError } from "../errors";
 import { PIPELINE_HIGH_WATER_MARK } from "../stream-buffering";
 import { rangePastEnd, validateRange } from "./byte-range";
@@ -26,7 +26,7 @@ export interface LocalDiskOptions {
    * read back (a test changes stored bytes there).
    */
   testHooks?: {
-    onFsync?: (target: string) => void;
+    onFsync?: FsyncObserver;
     beforeReadBack?: (tempFile: string, offset: number, length: number) => Promise<void> | void;
   };
 }
@@ -88,7 +88,7 @@ export function createLocalDiskProvider(options: LocalDiskOptions): StorageProvi
             await handle.close();
           }
           await rename(temp, target);
-          await fsyncPath(path.dirname(target), "r", hooks.onFsync);
+          await fsyncDir(path.dirname(target), hooks.onFsync);
           return { key, ...stored };
         } catch (error) {
           await unlink(temp).catch(() => undefined);
@@ -143,7 +143,7 @@ export function createLocalDiskProvider(options: LocalDiskOptions): StorageProvi
         await unlink(file).catch((error: unknown) => {
           if (errnoCode(error) !== "ENOENT") throw error;
         });
-        await fsyncPath(path.dirname(file), "r", hooks.onFsync).catch((error: unknown) => {
+        await fsyncDir(path.dirname(file), hooks.onFsync).catch((error: unknown) => {
           if (errnoCode(error) !== "ENOENT") throw error;
         });
         const still = await lstat(file).then(

@@ -30,8 +30,8 @@ import { createSha256 } from "./sha256-off-thread";
  * if one were, the comparison would fail (RECLAIM_ERR_STORAGE_VERIFY_FAILED), never pass
  * silently.
  */
-export const WRITE_BATCH = 2 * 1024 * 1024;
-export const REGION = 8 * 1024 * 1024;
+const WRITE_BATCH = 2 * 1024 * 1024;
+const REGION = 8 * 1024 * 1024;
 const READ_PIECE = 2 * 1024 * 1024;
 
 export interface VerifiedWriteHooks {
@@ -60,10 +60,9 @@ export async function writeVerified(
     hooks.onFsync?.();
   };
 
-  /** Syncs, reads back `chunks` (written at `offset`), compares and hashes them. */
-  const verify = async (offset: number, chunks: Buffer[], full: boolean): Promise<void> => {
+  /** Syncs, reads back `chunks` (`length` bytes written at `offset`), compares and hashes them. */
+  const verify = async (offset: number, length: number, chunks: Buffer[], full: boolean): Promise<void> => {
     await sync(full);
-    const length = chunks.reduce((n, c) => n + c.length, 0);
     await hooks.beforeReadBack?.(offset, length);
     let chunk = 0;
     let within = 0;
@@ -108,7 +107,7 @@ export async function writeVerified(
       const offset = regionStart;
       region = [];
       regionStart = written;
-      verifying = verify(offset, chunks, false);
+      verifying = verify(offset, written - offset, chunks, false);
       verifying.catch(() => undefined); // awaited below; this only prevents an unhandled rejection
     }
   };
@@ -121,8 +120,8 @@ export async function writeVerified(
       body,
       new Writable({
         highWaterMark: PIPELINE_HIGH_WATER_MARK,
-        write(data: Buffer | string, _encoding, callback) {
-          const chunk = typeof data === "string" ? Buffer.from(data) : data;
+        // decodeStrings (the default): every chunk arrives as a Buffer.
+        write(chunk: Buffer, _encoding, callback) {
           if (written + batchBytes + chunk.length > byteLength) {
             callback(lengthMismatch(byteLength, `more than ${byteLength}`));
             return;
@@ -139,7 +138,7 @@ export async function writeVerified(
     await flushBatch();
     if (written !== byteLength) throw lengthMismatch(byteLength, String(written));
     await verifying;
-    await verify(regionStart, region, true);
+    await verify(regionStart, written - regionStart, region, true);
     const { size } = await handle.stat();
     if (size !== byteLength) throw verifyFailed(`holds ${size} bytes, ${byteLength} were sent`);
     return { sha256: await hash.digest(), byteSize: size };
