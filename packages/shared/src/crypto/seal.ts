@@ -225,18 +225,29 @@ function unwrapDataKey(header: SealHeader, instanceKey: InstanceKey): Buffer {
   return dataKey;
 }
 
-async function readHeader(storage: StorageProvider, storageKey: StorageKey): Promise<SealHeader> {
+/** A header is 132 bytes in format version 1; anything this big is not one. */
+export const MAX_SEAL_HEADER_BYTES = 4096;
+
+/**
+ * The bytes of `<storageKey>.seal-header`, as stored (the provider's errors propagate: a
+ * missing header is RECLAIM_ERR_STORAGE_NOT_FOUND). Refusing more than
+ * `MAX_SEAL_HEADER_BYTES` early keeps a bogus multi-GiB "header" out of memory.
+ */
+export async function readSealHeaderBytes(storage: StorageProvider, storageKey: StorageKey): Promise<Buffer> {
   const stream = await storage.get(storageKey.withSuffix(SEAL_HEADER_SUFFIX));
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of stream as AsyncIterable<Buffer>) {
     size += chunk.length;
-    // A header is 132 bytes; refusing early keeps a bogus multi-GiB "header" out of memory.
-    if (size > 4096) {
+    if (size > MAX_SEAL_HEADER_BYTES) {
       stream.destroy();
-      throw new SealError("RECLAIM_ERR_SEAL_TAMPERED", `header is over 4096 bytes`);
+      throw new SealError("RECLAIM_ERR_SEAL_TAMPERED", `header is over ${MAX_SEAL_HEADER_BYTES} bytes`);
     }
     chunks.push(chunk);
   }
-  return decodeHeader(Buffer.concat(chunks));
+  return Buffer.concat(chunks);
+}
+
+async function readHeader(storage: StorageProvider, storageKey: StorageKey): Promise<SealHeader> {
+  return decodeHeader(await readSealHeaderBytes(storage, storageKey));
 }

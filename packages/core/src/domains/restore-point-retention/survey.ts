@@ -8,6 +8,8 @@ import { createHash } from "node:crypto";
 import {
   createStorageProvider,
   inspectSealHeader,
+  MAX_SEAL_HEADER_BYTES,
+  readSealHeaderBytes,
   SEAL_HEADER_SUFFIX,
   SealError,
   StorageKey,
@@ -28,7 +30,7 @@ export function storageFor(config: StorageConfig): StorageProvider {
 }
 
 /** What a sealed key header (`<key>.seal-header`) says, when it can be read. */
-export type SealHeaderFacts =
+type SealHeaderFacts =
   | { state: "absent" }
   | { state: "unreadable"; reason: string }
   /** `keyFingerprint` is null for a format version this build cannot read. */
@@ -43,20 +45,15 @@ export interface StoredFacts {
   header: SealHeaderFacts;
 }
 
-/** A header is 132 bytes in format version 1; anything this big is not one. */
-const MAX_HEADER_BYTES = 4096;
-
 async function readHeader(storage: StorageProvider, key: StorageKey): Promise<SealHeaderFacts> {
   const headerKey = key.withSuffix(SEAL_HEADER_SUFFIX);
   const head = await storage.head(headerKey);
   if (head === null) return { state: "absent" };
-  if (head.byteSize === 0 || head.byteSize > MAX_HEADER_BYTES) {
+  if (head.byteSize === 0 || head.byteSize > MAX_SEAL_HEADER_BYTES) {
     return { state: "unreadable", reason: `it is ${head.byteSize} bytes` };
   }
-  const chunks: Buffer[] = [];
-  for await (const chunk of (await storage.get(headerKey)) as AsyncIterable<Buffer>) chunks.push(chunk);
   try {
-    return { state: "read", ...inspectSealHeader(Buffer.concat(chunks)) };
+    return { state: "read", ...inspectSealHeader(await readSealHeaderBytes(storage, key)) };
   } catch (error) {
     if (error instanceof SealError) return { state: "unreadable", reason: error.message };
     throw error;
