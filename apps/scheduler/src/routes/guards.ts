@@ -1,5 +1,12 @@
 /** Lookups shared by routes, each failing with the right code and the field named. */
-import { isDomainId, ReclaimError, type AnyDomain, type DomainControls, type DomainId } from "@reclaim/core";
+import {
+  isDomainId,
+  parseJobId,
+  ReclaimError,
+  type AnyDomain,
+  type DomainControls,
+  type DomainId,
+} from "@reclaim/core";
 import type { ApiDeps } from "../deps";
 
 /** A domain id this service knows and implements, else 404 / 501. */
@@ -39,7 +46,6 @@ export function enabledDomain(
 
 /** The domain a job id belongs to (`<domain>--<scope>` or `sweep--<domain>--<uuid>`). */
 export function domainOfJobId(jobId: string): DomainId | null {
-  const parts = jobId.split("--");
-  const candidate = parts[0] === "sweep" ? parts[1] : parts[0];
+  const candidate = parseJobId(jobId)?.domain;
   return candidate && isDomainId(candidate) ? candidate : null;
 }

@@ -3,7 +3,7 @@
  * one stops between entries and stores a report whose `nextCursor` continues it. Deadline
  * jobs belong to the ledger and cannot be cancelled.
  */
-import { ReclaimError } from "@reclaim/core";
+import { parseJobId, ReclaimError } from "@reclaim/core";
 import { z } from "zod";
 import { jobParams, jobStatus } from "./job";
 import { errorBody } from "./schemas";
@@ -22,7 +22,7 @@ export const jobCancelRoute = route({
   },
   async handle({ params }, deps) {
     const { job, state } = await jobStatus(deps, params.jobId);
-    if (!params.jobId.startsWith("sweep--")) {
+    if (parseJobId(params.jobId)?.kind !== "sweep") {
       throw new ReclaimError("RECLAIM_ERR_JOB_NOT_CANCELLABLE", {
         message: "jobId: only requested sweeps can be cancelled; deadline jobs follow the ledger",
         field: "jobId",

@@ -14,16 +14,31 @@ export function deadlineJobId(key: LedgerKey): string {
   return `${key.domain}--${key.scope}`;
 }
 
+/** What a job id names: a deadline job's ledger key, or the domain of a requested sweep. */
+export type ParsedJobId = ({ kind: "deadline" } & LedgerKey) | { kind: "sweep"; domain: string };
+
+/** Parses `<domain>--<scope>` and `sweep--<domain>--<uuid>`; `null` for neither. */
+export function parseJobId(jobId: string): ParsedJobId | null {
+  if (jobId.startsWith(SWEEP_PREFIX)) {
+    const rest = jobId.slice(SWEEP_PREFIX.length);
+    const end = rest.indexOf("--");
+    return { kind: "sweep", domain: end < 0 ? rest : rest.slice(0, end) };
+  }
+  const at = jobId.indexOf("--");
+  return at <= 0 ? null : { kind: "deadline", domain: jobId.slice(0, at), scope: jobId.slice(at + 2) };
+}
+
 /** The ledger key of a deadline job id; `null` for any other job (a sweep). */
 export function deadlineKeyOf(jobId: string): LedgerKey | null {
-  if (jobId.startsWith("sweep--")) return null;
-  const at = jobId.indexOf("--");
-  return at <= 0 ? null : { domain: jobId.slice(0, at), scope: jobId.slice(at + 2) };
+  const parsed = parseJobId(jobId);
+  return parsed?.kind === "deadline" ? { domain: parsed.domain, scope: parsed.scope } : null;
 }
+
+const SWEEP_PREFIX = "sweep--";
 
 /** A requested sweep has its own id (its scope travels in the job data). */
 export function sweepJobId(key: LedgerKey): string {
-  return `sweep--${key.domain}--${randomUUID()}`;
+  return `${SWEEP_PREFIX}${key.domain}--${randomUUID()}`;
 }
 
 export type JobKind = "deadline" | "sweep";
