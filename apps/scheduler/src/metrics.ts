@@ -33,21 +33,6 @@ function formatLabels(labels: Record<string, string>): string {
   return parts.length ? `{${parts.join(",")}}` : "";
 }
 
-/** A domain's row of reclaim_report_totals (ledger/report-totals.ts). */
-interface ReportTotals {
-  domain: string;
-  batches: number;
-  errors: number;
-  candidates: number;
-  removed: number;
-  candidate_bytes: number;
-  reclaimed_bytes: number;
-  duration_sum: number;
-  /** Batches that took at most each bound of REPORT_DURATION_BUCKETS, in order. */
-  duration_buckets: number[];
-  skipped: Record<string, number>;
-}
-
 export class Metrics {
   private readonly process = new Registry();
 
@@ -66,22 +51,9 @@ export class Metrics {
         queueSamples.push([{ domain: id, state }, value]);
       }
     }
-    const totals = (
-      await db.$queryRawUnsafe<Record<keyof ReportTotals, unknown>[]>(
-        "SELECT * FROM reclaim_report_totals ORDER BY domain",
-      )
-    ).map((row): ReportTotals => ({
-      domain: String(row.domain),
-      batches: Number(row.batches),
-      errors: Number(row.errors),
-      candidates: Number(row.candidates),
-      removed: Number(row.removed),
-      candidate_bytes: Number(row.candidate_bytes),
-      reclaimed_bytes: Number(row.reclaimed_bytes),
-      duration_sum: Number(row.duration_sum),
-      duration_buckets: (row.duration_buckets as unknown[]).map(Number),
-      skipped: row.skipped as Record<string, number>,
-    }));
+    // One row per domain (ledger/report-totals.ts); durationBuckets counts the batches that
+    // took at most each bound of REPORT_DURATION_BUCKETS, in order.
+    const totals = await db.reclaimReportTotal.findMany({ orderBy: { domain: "asc" } });
     const ledger = await db.reclaimDeadline.groupBy({
       by: ["domain"],
       _count: { _all: true },
@@ -94,7 +66,7 @@ export class Metrics {
     ];
     for (const t of totals) {
       for (const [i, le] of REPORT_DURATION_BUCKETS.entries()) {
-        const count = t.duration_buckets[i] ?? 0;
+        const count = t.durationBuckets[i] ?? 0;
         histogram.push(
           `reclaim_job_duration_seconds_bucket${formatLabels({ domain: t.domain, le: String(le) })} ${count}`,
         );
@@ -103,11 +75,11 @@ export class Metrics {
         `reclaim_job_duration_seconds_bucket${formatLabels({ domain: t.domain, le: "+Inf" })} ${t.batches}`,
       );
       histogram.push(
-        `reclaim_job_duration_seconds_sum${formatLabels({ domain: t.domain })} ${t.duration_sum}`,
+        `reclaim_job_duration_seconds_sum${formatLabels({ domain: t.domain })} ${t.durationSum}`,
       );
       histogram.push(`reclaim_job_duration_seconds_count${formatLabels({ domain: t.domain })} ${t.batches}`);
     }
-    const per = (field: keyof ReportTotals): Sample[] =>
+    const per = (field: "candidates" | "removed" | "candidateBytes" | "reclaimedBytes"): Sample[] =>
       totals.map((t) => [{ domain: t.domain }, Number(t[field])]);
 
     return (
@@ -131,8 +103,8 @@ export class Metrics {
           "counter",
           "Finished batches by result",
           totals.flatMap((t): Sample[] => [
-            [{ domain: t.domain, result: "ok" }, t.batches - t.errors],
-            [{ domain: t.domain, result: "error" }, t.errors],
+            [{ domain: t.domain, result: "ok" }, Number(t.batches - t.errors)],
+            [{ domain: t.domain, result: "error" }, Number(t.errors)],
           ]),
         ),
         family(
@@ -146,15 +118,15 @@ export class Metrics {
           "reclaim_candidate_bytes_total",
           "counter",
           "Allocated bytes of candidates",
-          per("candidate_bytes"),
+          per("candidateBytes"),
         ),
-        family("reclaim_reclaimed_bytes_total", "counter", "Allocated bytes freed", per("reclaimed_bytes")),
+        family("reclaim_reclaimed_bytes_total", "counter", "Allocated bytes freed", per("reclaimedBytes")),
         family(
           "reclaim_skips_total",
           "counter",
           "Entries kept, by reason",
           totals.flatMap((t) =>
-            Object.entries(t.skipped).map(([reason, total]): Sample => [
+            Object.entries(t.skipped as Record<string, number>).map(([reason, total]): Sample => [
               { domain: t.domain, reason },
               Number(total),
             ]),
