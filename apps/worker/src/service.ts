@@ -26,6 +26,7 @@ import {
   queueName,
   readServiceConfig,
   readWorkerConfig,
+  settlesWithin,
   ReportCallbacks,
   runJob,
   systemClock,
@@ -166,14 +167,8 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
         () => shutdown.abort(new Error("shutting down")),
         workerConfig.shutdownTimeoutMs / 2,
       );
-      const closing = Promise.all(workers.map((w) => w.close()));
-      let hardTimer: NodeJS.Timeout | undefined;
-      const hard = new Promise<void>(
-        (resolve) => (hardTimer = setTimeout(resolve, workerConfig.shutdownTimeoutMs)),
-      );
-      await Promise.race([closing, hard]);
+      await settlesWithin(Promise.all(workers.map((w) => w.close())), workerConfig.shutdownTimeoutMs);
       clearTimeout(soft);
-      clearTimeout(hardTimer);
       await queues.close();
       await callbacks?.close();
       await cancellation.stop();

@@ -17,7 +17,7 @@
 import { UnrecoverableError } from "bullmq";
 import type { Clock } from "../clock";
 import { DAY_MS, MINUTE_MS } from "../clock";
-import type { Env } from "../config";
+import { workerOptions, type Env } from "../config";
 import { domainLockNamespace, lock, type Db } from "../db";
 import type { AnyDomain, DeadlineSink, DomainControls, JobContext } from "../domains/types";
 import type { DomainId } from "../domains/ids";
@@ -41,7 +41,7 @@ import { ledgerCursors, sweepCursors } from "./cursors";
 import { describeError, isPermanent } from "./classify";
 
 export const DEFAULT_FAILURE_RETRY_MS = 15 * MINUTE_MS;
-const DEFAULT_REPORT_RETENTION_MS = 30 * DAY_MS;
+const DEFAULT_REPORT_RETENTION_MS = workerOptions.reportRetentionDays.read({}) * DAY_MS;
 
 export interface JobRunnerDeps {
   db: Db;
