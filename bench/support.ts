@@ -60,3 +60,38 @@ export function report(name: string, fields: Record<string, string | number>): v
   process.stdout.write(`${name}\n`);
   for (const [k, v] of Object.entries(fields)) process.stdout.write(`  ${k.padEnd(34)} ${v}\n`);
 }
+
+/**
+ * Every SQL statement this process sends (BEGIN, locks and COMMIT included) is counted, by
+ * wrapping pg's Client#query; the statements asked for are timed.
+ */
+let statements = 0;
+/** Statements whose text starts with one of these (a .sql file's first line) are timed. */
+const timed = new Map<string, number[]>();
+const query = pg.Client.prototype.query;
+pg.Client.prototype.query = function countedQuery(this: pg.Client, ...args: unknown[]) {
+  statements += 1;
+  const first = args[0];
+  const text = typeof first === "string" ? first : (first as { text?: unknown } | undefined)?.text;
+  const samples =
+    timed.size > 0 && typeof text === "string" ? timed.get(text.slice(0, text.indexOf("\n"))) : undefined;
+  const t0 = performance.now();
+  const result = (query as (...a: unknown[]) => unknown).apply(this, args);
+  if (samples && result instanceof Promise) {
+    result.then(
+      () => samples.push(performance.now() - t0),
+      () => undefined,
+    );
+  }
+  return result;
+} as typeof pg.Client.prototype.query;
+
+/** SQL statements sent so far by this process. */
+export const statementsSent = () => statements;
+
+/** Times every run of the statement that starts with `firstLine`; the durations (ms) so far. */
+export function timeStatements(firstLine: string): number[] {
+  const samples: number[] = [];
+  timed.set(firstLine, samples);
+  return samples;
+}

@@ -9,7 +9,6 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import pg from "pg";
 import {
   createDb,
   domainRegistry,
@@ -25,13 +24,7 @@ import {
 } from "@reclaim/core";
 import { applyMigrations } from "@reclaim/core/src/db/migrate";
 import { createEmptyDatabase } from "@reclaim/testkit";
-
-let statements = 0;
-const query = pg.Client.prototype.query;
-pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-  statements += 1;
-  return (query as (...a: unknown[]) => unknown).apply(this, args);
-} as typeof query;
+import { statementsSent } from "../support";
 
 export interface Bench {
   db: Db;
@@ -67,7 +60,7 @@ export async function openBench(env: Record<string, string> = {}): Promise<Bench
     db,
     instanceRoot,
     async run(domain, scope, options = {}) {
-      const before = statements;
+      const before = statementsSent();
       const started = process.hrtime.bigint();
       const report = await runJob(
         { ...deps, instanceRoot: options.instanceRoot ?? instanceRoot },
@@ -85,7 +78,11 @@ export async function openBench(env: Record<string, string> = {}): Promise<Bench
           signal: new AbortController().signal,
         },
       );
-      return { report, queries: statements - before, ms: Number(process.hrtime.bigint() - started) / 1e6 };
+      return {
+        report,
+        queries: statementsSent() - before,
+        ms: Number(process.hrtime.bigint() - started) / 1e6,
+      };
     },
     async close() {
       await db.$disconnect();

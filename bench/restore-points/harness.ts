@@ -5,13 +5,12 @@
  * run it. Storage is local_disk under a temporary instance root (the data set's objects do
  * not exist there: deleting one is the provider's real, idempotent delete of an absent
  * object). Counts every SQL statement sent by any pg client in this process (BEGIN/COMMIT
- * and locks included) by wrapping pg's Client#query, and times the statements asked for.
+ * and locks included) and times the statements asked for (bench/support.ts).
  */
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import pg from "pg";
 import {
   createDb,
   createRedis,
@@ -26,38 +25,10 @@ import {
 import { deleteKeys, TEST_REDIS_URL, uniquePrefix } from "../../packages/testkit/src/redis";
 import type { Dataset } from "./dataset";
 
+export { statementsSent, timeStatements } from "../support";
+
 export const DOMAIN = "restore-point-retention";
 export const BATCH = 50;
-
-let statements = 0;
-/** Statements whose text starts with one of these (a .sql file's first line) are timed. */
-const timed = new Map<string, number[]>();
-const query = pg.Client.prototype.query;
-pg.Client.prototype.query = function countedQuery(this: pg.Client, ...args: unknown[]) {
-  statements += 1;
-  const first = args[0];
-  const text = typeof first === "string" ? first : (first as { text?: unknown } | undefined)?.text;
-  const samples = typeof text === "string" ? timed.get(text.slice(0, text.indexOf("\n"))) : undefined;
-  const t0 = performance.now();
-  const result = (query as (...a: unknown[]) => unknown).apply(this, args);
-  if (samples && result instanceof Promise) {
-    result.then(
-      () => samples.push(performance.now() - t0),
-      () => undefined,
-    );
-  }
-  return result;
-} as typeof pg.Client.prototype.query;
-
-/** SQL statements sent so far by this process. */
-export const statementsSent = () => statements;
-
-/** Times every run of the statement that starts with `firstLine`; the durations (ms) so far. */
-export function timeStatements(firstLine: string): number[] {
-  const samples: number[] = [];
-  timed.set(firstLine, samples);
-  return samples;
-}
 
 export interface BenchWorker {
   /** Runs one batch of the company; its wall time and how many rows it checked. */
