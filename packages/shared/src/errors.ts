@@ -124,3 +124,10 @@ export function errnoCode(error: unknown): string | undefined {
   }
   return undefined;
 }
+
+/** A `.catch` handler that swallows the errno `codes` listed (`ENOENT`, ...) and rethrows the rest. */
+export function ignoreErrno(...codes: string[]): (error: unknown) => void {
+  return (error) => {
+    if (!codes.includes(errnoCode(error) ?? "")) throw error;
+  };
+}

@@ -93,10 +93,10 @@
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";
-import { errnoCode, QuarantineError } from "../errors";
+import { errnoCode, ignoreErrno, QuarantineError } from "../errors";
 import { currentProcess, isThisProcess, livenessOf, type ProcessIdentity } from "./process-identity";
 import type { PublishFs } from "./publish-fs";
-import { adjustSharedPerm, type SharedRepository } from "./shared-permissions";
+import { adjustSharedPerm, mkdirShared, type SharedRepository } from "./shared-permissions";
 import { sleep, type Clock, type Timer } from "./timing";
 
 export interface OwnershipOptions {
@@ -322,7 +322,7 @@ class OwnersDir {
         if (done) return;
         try {
           await this.release(packName, taken);
-          await this.options.fs.rmdir(this.dir).catch(ignore("ENOTEMPTY", "ENOENT", "EEXIST"));
+          await this.options.fs.rmdir(this.dir).catch(ignoreErrno("ENOTEMPTY", "ENOENT", "EEXIST"));
         } finally {
           finish();
         }
@@ -445,7 +445,7 @@ class OwnersDir {
     try {
       const seen = await this.read(name);
       if (seen.kind === "held" && seen.lockId === taken.lockId) {
-        await this.options.fs.unlink(path.join(this.dir, name)).catch(ignore("ENOENT"));
+        await this.options.fs.unlink(path.join(this.dir, name)).catch(ignoreErrno("ENOENT"));
       }
     } catch (error) {
       await this.markAbandoned(name, taken).catch(() => undefined);
@@ -520,14 +520,8 @@ class OwnersDir {
   private async ensureDirectory(): Promise<void> {
     const { fs, shared } = this.options;
     for (const needed of [path.dirname(this.dir), this.dir]) {
-      try {
-        await fs.mkdir(needed);
-      } catch (error) {
-        if (errnoCode(error) === "EEXIST") continue;
-        throw error;
-      }
-      await adjustSharedPerm(fs, shared, needed);
-      await fs.syncDir(path.dirname(needed)); // the new directory's own entry, durable too
+      // The new directory's own entry, durable too.
+      if (await mkdirShared(fs, shared, needed)) await fs.syncDir(path.dirname(needed));
     }
   }
 }
@@ -565,17 +559,11 @@ export function packOf(name: string): string {
   return dot === -1 ? name : name.slice(0, dot);
 }
 
-function ignore(...codes: string[]): (error: unknown) => void {
-  return (error) => {
-    if (!codes.includes(errnoCode(error) ?? "")) throw error;
-  };
-}
-
 /**
  * Unlinks `file` if it still is inode `ino` (ENOENT ignored). Between the check and the
  * unlink the name could still change hands; the check only narrows that to microseconds.
  */
 async function unlinkIfSame(fs: PublishFs, file: string, ino: number): Promise<void> {
   if ((await fs.lstat(file))?.ino !== ino) return;
-  await fs.unlink(file).catch(ignore("ENOENT"));
+  await fs.unlink(file).catch(ignoreErrno("ENOENT"));
 }

@@ -44,12 +44,12 @@
  * not close that window.
  */
 import path from "node:path";
-import { errnoCode, QuarantineError } from "../errors";
+import { errnoCode, ignoreErrno, QuarantineError } from "../errors";
 import { BEFORE_INDEX, PACK_FILE, PACK_ORDER } from "./pack-files";
 import { acquirePackOwnership, type OwnershipOptions, type PackOwnership } from "./pack-ownership";
 import { recoverAbandonedPacks, removeUnindexedPack, type RecoveryFailure } from "./pack-recovery";
 import type { PublishFs } from "./publish-fs";
-import { adjustSharedPerm, type SharedRepository } from "./shared-permissions";
+import { adjustSharedPerm, mkdirShared, type SharedRepository } from "./shared-permissions";
 
 export interface PublishOptions {
   fs: PublishFs;
@@ -94,7 +94,7 @@ export async function publishQuarantine(
   let looseObjects = 0;
   for (const dir of (await fs.readdir(quarantine)).filter((n) => LOOSE_DIR.test(n)).sort()) {
     const target = path.join(objectsDir, dir);
-    await step(`creating ${target}`, () => ensureDir(options, target));
+    await step(`creating ${target}`, () => mkdirShared(options.fs, options.shared, target));
     for (const name of (await fs.readdir(path.join(quarantine, dir)))
       .filter((n) => LOOSE_FILE.test(n))
       .sort()) {
@@ -120,7 +120,9 @@ export async function publishQuarantine(
   }
   const published: string[] = [];
   if (packs.size > 0)
-    await step("creating the pack directory", () => ensureDir(options, path.join(objectsDir, "pack")));
+    await step("creating the pack directory", () =>
+      mkdirShared(options.fs, options.shared, path.join(objectsDir, "pack")),
+    );
   for (const [pack, extensions] of [...packs].sort(([a], [b]) => a.localeCompare(b))) {
     if (!extensions.has("idx") || !extensions.has("pack")) continue; // incomplete: git would ignore it
     await publishPack(options, packDir, path.join(objectsDir, "pack"), pack, extensions);
@@ -218,9 +220,7 @@ async function replaceIfDifferent(
       `${path.basename(to)} in the store differs from this capture's, and its index is published`,
     );
   }
-  await fs.unlink(to).catch((error: unknown) => {
-    if (errnoCode(error) !== "ENOENT") throw error;
-  });
+  await fs.unlink(to).catch(ignoreErrno("ENOENT"));
   if ((await place()) === "existing") {
     throw new QuarantineError("RECLAIM_ERR_QUARANTINE_PUBLISH_FAILED", `${path.basename(to)} reappeared`);
   }
@@ -241,9 +241,7 @@ async function compensate(
     if ((await fs.lstat(index)) !== null) return true; // complete after all: may be in use
     if (!(await ownership.held())) return true; // someone else holds the pack now: not ours to remove
     for (const file of [...created].reverse()) {
-      await fs.unlink(file).catch((error: unknown) => {
-        if (errnoCode(error) !== "ENOENT") throw error;
-      });
+      await fs.unlink(file).catch(ignoreErrno("ENOENT"));
     }
     return true;
   } catch {
@@ -289,16 +287,6 @@ async function placeFile(
   }
   await adjustSharedPerm(fs, options.shared, to);
   return "placed";
-}
-
-async function ensureDir(options: PublishOptions, target: string): Promise<void> {
-  try {
-    await options.fs.mkdir(target);
-  } catch (error) {
-    if (errnoCode(error) === "EEXIST") return;
-    throw error;
-  }
-  await adjustSharedPerm(options.fs, options.shared, target);
 }
 
 async function step<T>(what: string, fn: () => Promise<T>): Promise<T> {

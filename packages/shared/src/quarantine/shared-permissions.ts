@@ -5,6 +5,7 @@
  * repository would get a 0755 fan-out directory from us and other users' git could no
  * longer write objects into it.
  */
+import { errnoCode } from "../errors";
 import type { PublishFs } from "./publish-fs";
 
 /** 0 = umask; positive = bits to add (group/everybody); negative = exact mode (-0640). */
@@ -55,4 +56,16 @@ export async function adjustSharedPerm(
     next |= 0o2000; // FORCE_DIR_SET_GID: new entries inherit the group
   }
   if ((mode ^ next) & 0o7777) await fs.chmod(target, next & 0o7777);
+}
+
+/** Creates `dir` with the repository's shared permissions; false when it already existed. */
+export async function mkdirShared(fs: PublishFs, shared: SharedRepository, dir: string): Promise<boolean> {
+  try {
+    await fs.mkdir(dir);
+  } catch (error) {
+    if (errnoCode(error) === "EEXIST") return false;
+    throw error;
+  }
+  await adjustSharedPerm(fs, shared, dir);
+  return true;
 }
