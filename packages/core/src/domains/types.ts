@@ -56,7 +56,22 @@ export interface JobContext<C extends DomainControls = DomainControls> {
   /** Aborted when the worker shuts down: stop between entries and request a continuation. */
   readonly signal: AbortSignal;
   readonly report: BatchReporter;
+  /**
+   * Deadlines the batch computes. A `continue` (the next batch at once, or soon) is recorded
+   * only for a deadline job: a requested sweep continues through its report's nextCursor,
+   * and a `continue` from it would start a real deadline job on the deadline walk's cursors.
+   * The runner (jobs/run-job.ts) applies that rule; checks never test `kind` for it.
+   */
   readonly deadlines: DeadlineSink;
+  /** `startedAt + ms`: windows and deadlines are measured from the job's start. */
+  later(ms: number): Date;
+  /**
+   * Something in this batch must be tried again: requests the domain's `retry` deadline,
+   * `failureRetryMs` (15 minutes) after the job started.
+   */
+  retryLater(): void;
+  /** The walk is not finished: requests the next batch at once (`continue`). */
+  continueNow(): void;
   readonly log: Logger;
   readonly faults: FaultPoints;
   /**

@@ -73,8 +73,13 @@ class Deadlines implements DeadlineSink {
   constructor(
     private readonly domain: DomainId,
     private readonly scope: string,
+    private readonly kind: ReclaimJobData["kind"],
   ) {}
   at(reason: string, dueAt: Date, scope = this.scope): void {
+    // The one continuation rule: a requested sweep continues through its report's
+    // nextCursor, never through the ledger. A `continue` deadline from it would start a real
+    // (not dry-run) deadline job on the deadline walk's own cursors.
+    if (reason === "continue" && this.kind === "sweep") return;
     this.requests.push({ domain: this.domain, scope, reason, dueAt });
   }
   list(): DeadlineRequest[] {
@@ -98,7 +103,9 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
   const startedAt = clock.now();
   const claimed = input.data.kind === "deadline" ? await claimDue(db, key, startedAt) : [];
   const report = new BatchReporter();
-  const deadlines = new Deadlines(domainId, key.scope);
+  const deadlines = new Deadlines(domainId, key.scope, input.data.kind);
+  const failureRetryMs = domain.failureRetryMs ?? DEFAULT_FAILURE_RETRY_MS;
+  const later = (ms: number) => new Date(startedAt.getTime() + ms);
   const namespace = domain.lockNamespace ?? domainLockNamespace(domainId);
   const cursors =
     input.data.kind === "sweep" ? sweepCursors(input.data.cursor) : ledgerCursors(db, key, clock);
@@ -120,6 +127,9 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
     signal: input.signal,
     report,
     deadlines,
+    later,
+    retryLater: () => deadlines.at("retry", later(failureRetryMs)),
+    continueNow: () => deadlines.at("continue", startedAt),
     log,
     faults: deps.faults,
     readCursor: cursors.read,
@@ -149,7 +159,7 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
       error = describeError(failure);
       // The failure-retry deadline, and what made this job due, so work such as start-up
       // discovery is not forgotten because its first attempt failed.
-      const retryAt = new Date(startedAt.getTime() + (domain.failureRetryMs ?? DEFAULT_FAILURE_RETRY_MS));
+      const retryAt = later(failureRetryMs);
       deadlines.at("retry", retryAt);
       for (const c of claimed) deadlines.at(c.reason, retryAt);
       log.error("batch failed", { error: failure });
@@ -157,15 +167,10 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
   }
 
   const finishedAt = clock.now();
-  // A requested sweep continues through its cursor, not the ledger, and a dry run (a
-  // diagnosis) schedules nothing: only real work it left behind (a retry, a recheck) is
-  // recorded for the deadline jobs.
-  const toRecord =
-    input.data.kind === "deadline"
-      ? deadlines.list()
-      : ctx.dryRun
-        ? []
-        : deadlines.list().filter((d) => d.reason !== "continue");
+  // A dry-run sweep (a diagnosis) schedules nothing; a real sweep records only the work it
+  // left behind (a retry, a recheck) for the deadline jobs: the sink already dropped its
+  // continuations.
+  const toRecord = input.data.kind === "sweep" && ctx.dryRun ? [] : deadlines.list();
   const stored = await db.$transaction(async (tx) => {
     await consumeClaimed(tx, key, claimed);
     await requestDeadlines(tx, toRecord, finishedAt);

@@ -23,7 +23,6 @@
  */
 import { rmdir } from "node:fs/promises";
 import path from "node:path";
-import { MINUTE_MS } from "../../clock";
 import type { Tx } from "../../db";
 import { entryKind, removeRetired, retire, RetireRefused, unretire, type RetiredPrefix } from "../../fs";
 import { INSTANCE_SCOPE, type ReportEntry } from "../../ledger";
@@ -71,7 +70,6 @@ import {
 
 type Ctx = JobContext<NativeSessionBackupsConfig>;
 
-const RETRY_MS = 15 * MINUTE_MS;
 /** Claims that start the session walk from the top, and the evidence check. */
 const SESSION_REASONS = new Set(["startup", "hourly", "retry"]);
 const EVIDENCE_REASONS = new Set(["startup", "evidence", "retry"]);
@@ -121,7 +119,6 @@ export interface Applied {
   clearedTaskSessions: number;
 }
 
-const later = (ctx: Ctx, ms: number) => new Date(ctx.startedAt.getTime() + ms);
 
 /** Moved or deleted since it was read: by another job, the executor, or the Paperclip server. */
 const isGone = (error: unknown) =>
@@ -150,14 +147,6 @@ async function retireOrSkip(
   }
 }
 
-/**
- * Ask for the next batch at once. Only a deadline job does: a requested sweep continues
- * through its report's nextCursor, and a `continue` deadline from it would start a real
- * (not dry-run) deadline job on the deadline walk's own cursors.
- */
-function continueNow(ctx: Ctx): void {
-  if (ctx.kind === "deadline") ctx.deadlines.at("continue", ctx.startedAt);
-}
 const rel = (key: string) => `${SESSIONS_DIR}/${key}`;
 const copyRel = (session: string) => rel(`${session}/${BACKUPS_DIR}/${CURRENT}`);
 
@@ -242,7 +231,7 @@ async function survey(ctx: Ctx): Promise<Prepared> {
   const room = LIMITS.entriesPerBatch - walked.entries;
   if (room <= 0 || ctx.signal.aborted) {
     if (evidenceAfter === null) await ctx.writeCursor("evidence", NOT_STARTED);
-    continueNow(ctx);
+    ctx.continueNow();
     return prepared;
   }
   const listing = await listEvidence(root, names, evidenceAfter, room);
@@ -352,10 +341,10 @@ async function finishLeftovers(
       if (!isGone(error)) throw error;
       // Another job moved it first: none of the others is dropped (one may be the only copy).
       ctx.report.skip(leftover(restore), "vanished", { companyId });
-      continueNow(ctx);
+      ctx.continueNow();
       return "wait";
     }
-    continueNow(ctx);
+    ctx.continueNow();
     // `current` was written meanwhile: every `.retiring-*` is superseded, at the next batch.
     if (!restored) return "wait";
     await ctx.faults.hit("native-session-backups.after-restore-rename");
@@ -493,7 +482,7 @@ function continueWalk(ctx: Ctx) {
     if (handled < keys.length || more) {
       const last = keys[handled - 1] ?? (await ctx.readCursor(name)) ?? NOT_STARTED;
       await ctx.writeCursor(name, last, tx);
-      continueNow(ctx);
+      ctx.continueNow();
     } else {
       await ctx.writeCursor(name, null, tx);
     }
@@ -550,7 +539,7 @@ async function expireEvidence(batch: Batch, prepared: Prepared): Promise<number>
   // Nothing polls: the oldest retained entry says when to look again; a busy session or
   // unknown liveness, at the next hourly sweep.
   if (nextDue !== null) ctx.deadlines.at("evidence", nextDue);
-  if (again) ctx.deadlines.at("evidence", later(ctx, SWEEP_INTERVAL_MS));
+  if (again) ctx.deadlines.at("evidence", ctx.later(SWEEP_INTERVAL_MS));
   if (!ctx.dryRun) batch.applied.archiveDirs.push(...prepared.emptyArchiveDirs);
   return handled;
 }
@@ -559,7 +548,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
   const batch = new Batch(ctx, prepared.root);
   const move = continueWalk(ctx);
   if (ctx.kind === "deadline" && ctx.scope === INSTANCE_SCOPE)
-    ctx.deadlines.at("hourly", later(ctx, SWEEP_INTERVAL_MS));
+    ctx.deadlines.at("hourly", ctx.later(SWEEP_INTERVAL_MS));
 
   const sessionsHandled = await expireSessions(batch, tx, prepared);
   const sessionNames = prepared.sessions.map((s) => s.name);
@@ -594,8 +583,8 @@ async function remove(ctx: Ctx, item: Deletion): Promise<boolean> {
   } catch (error) {
     if (!isGone(error)) {
       ctx.report.failed(item.rel, "delete_failed", extra);
-      if (item.evidence) ctx.deadlines.at("evidence", later(ctx, SWEEP_INTERVAL_MS));
-      else ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+      if (item.evidence) ctx.deadlines.at("evidence", ctx.later(SWEEP_INTERVAL_MS));
+      else ctx.retryLater();
       return false;
     }
     bytes = null;
@@ -620,7 +609,7 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
       } else {
         // `.retiring-*` stays, with no `current`: the next batch restores it and decides again.
         ctx.report.failed(item.rel, "rename_failed", { companyId: item.companyId });
-        ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+        ctx.retryLater();
       }
       continue;
     }

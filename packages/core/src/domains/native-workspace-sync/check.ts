@@ -16,7 +16,6 @@
  *   job's leftover pass may meet it); a failed delete stays for a later batch.
  */
 import path from "node:path";
-import { MINUTE_MS } from "../../clock";
 import { LOCK_NAMESPACES, tryLockMany, type Tx } from "../../db";
 import { sameIdentity } from "../../fs";
 import { claimAndRemove, finishInterruptedDeletes, retire, RetireRefused } from "../../fs";
@@ -31,7 +30,6 @@ import { listRunFolderNames, type FolderSurvey } from "./survey";
 
 type Ctx = JobContext<NativeWorkspaceSyncConfig>;
 
-const RETRY_MS = 15 * MINUTE_MS;
 
 export interface Prepared {
   root: string;
@@ -45,7 +43,6 @@ export interface Applied {
 }
 
 const rel = (name: string) => `${SYNC_DIR}/${name}`;
-const later = (ctx: Ctx, ms: number) => new Date(ctx.startedAt.getTime() + ms);
 
 async function finishLeftovers(ctx: Ctx, root: string): Promise<void> {
   if (ctx.dryRun) return;
@@ -62,10 +59,10 @@ async function finishLeftovers(ctx: Ctx, root: string): Promise<void> {
       ctx.report.removedEntry(rel(result.name), result.bytes ?? 0, { reason: "interrupted_deletion" });
     } else {
       ctx.report.failed(rel(path.basename(result.path)), "leftover_delete_failed");
-      ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+      ctx.retryLater();
     }
   }
-  if (batch.cursor !== null) ctx.deadlines.at("continue", ctx.startedAt);
+  if (batch.cursor !== null) ctx.continueNow();
 }
 
 async function ownersInChunks(ctx: Ctx, names: string[]): Promise<Map<string, string>> {
@@ -161,7 +158,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     }
     if (!owned.has(folder.name)) {
       ctx.report.skip(id, "finalization_lock_held", { companyId: seen?.company_id ?? null });
-      ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+      ctx.retryLater();
       continue;
     }
     const run = underLock.get(folder.name) ?? null;
@@ -177,7 +174,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     const now = await surveyFolder(prepared.root, folder.name);
     if (now.stats === null || !sameIdentity(now.identity, folder.identity)) {
       ctx.report.skip(id, "folder_changed", { companyId });
-      ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+      ctx.retryLater();
       continue;
     }
     const final = judgeFolder(now.stats, run, judge);
@@ -195,7 +192,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     } catch (error) {
       if (!(error instanceof RetireRefused)) {
         ctx.report.failed(id, "rename_failed", { companyId });
-        ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+        ctx.retryLater();
       } else if (error.reason !== "missing") {
         ctx.report.skip(id, error.reason, { companyId });
       }
@@ -212,7 +209,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
       prepared.folders[examined - 1]?.name ?? (await ctx.readCursor("folders")),
       tx,
     );
-    ctx.deadlines.at("continue", ctx.startedAt);
+    ctx.continueNow();
   } else {
     await ctx.writeCursor("folders", null, tx);
   }
@@ -229,7 +226,7 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
     } catch {
       // An `.expired-*` name stays; the next batch's leftover pass finishes it.
       ctx.report.failed(item.rel, "delete_failed", { companyId: item.companyId });
-      ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+      ctx.retryLater();
       continue;
     }
     // null: another job's leftover pass deleted it, and reports it.

@@ -64,10 +64,9 @@ export interface Applied {
 
 const entryId = (row: Pick<DueRow, "id">) => `restore-point/${row.id}`;
 const bytesOf = (row: DueRow) => Number(row.byte_size ?? 0);
-const at = (ctx: Ctx, ms: number) => new Date(ctx.startedAt.getTime() + ms);
 
 function windowOf(ctx: Ctx): DueWindow {
-  return { now: ctx.startedAt, pendingBefore: at(ctx, -LIMITS.captureGraceMs) };
+  return { now: ctx.startedAt, pendingBefore: ctx.later(-LIMITS.captureGraceMs) };
 }
 
 function emptyCounts(): Counts {
@@ -245,7 +244,7 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
 
   const counts = applied.counts;
   const now = ctx.startedAt;
-  const retryAt = at(ctx, LIMITS.retryMs);
+  const retryAt = ctx.later(LIMITS.retryMs);
   const window = windowOf(ctx);
   const next = await ctx.locked(async (tx) => {
     const hooked = await transition(tx, out.hooked, ["expiring"], "delete_requested", now);
@@ -274,7 +273,7 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
   // Due rows that another transaction holds are skipped (due-work.sql); that transaction
   // wakes the worker when it commits. A batch that found only such rows looks again a little
   // later rather than at once, so it never spins while they stay locked.
-  if (next.due_now) ctx.deadlines.at("continue", applied.locked > 0 ? now : at(ctx, LIMITS.lockedRetryMs));
+  if (next.due_now) ctx.deadlines.at("continue", applied.locked > 0 ? now : ctx.later(LIMITS.lockedRetryMs));
   if (next.review_at) ctx.deadlines.at("retention", next.review_at);
   if (next.pending_since)
     ctx.deadlines.at("capture_grace", new Date(next.pending_since.getTime() + LIMITS.captureGraceMs));

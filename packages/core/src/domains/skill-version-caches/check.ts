@@ -50,7 +50,6 @@ import {
 
 type Ctx = JobContext<SkillVersionCachesConfig>;
 
-const RETRY_MS = 15 * MINUTE_MS;
 
 interface Trash {
   /** Report id of the version (or of the leftover) it was. */
@@ -72,16 +71,7 @@ export interface Applied {
   trash: Trash[];
 }
 
-const later = (ctx: Ctx, ms: number) => new Date(ctx.startedAt.getTime() + ms);
 
-/**
- * Ask for the next batch at once. Only a deadline job does: a requested sweep continues
- * through its report's nextCursor, and a `continue` deadline from it would start a real
- * (not dry-run) deadline job on the deadline walk's own cursors.
- */
-function continueNow(ctx: Ctx): void {
-  if (ctx.kind === "deadline") ctx.deadlines.at("continue", ctx.startedAt);
-}
 const rel = (companyId: string, key: string) => `${SKILLS_DIR}/${companyId}/${VERSIONS_DIR}/${key}`;
 
 async function fanOut(ctx: Ctx): Promise<void> {
@@ -89,7 +79,7 @@ async function fanOut(ctx: Ctx): Promise<void> {
   if (ctx.kind !== "deadline") return;
   for (const company of await listCompanies(ctx.instanceRoot))
     ctx.deadlines.at("sweep", ctx.startedAt, company);
-  ctx.deadlines.at("hourly", later(ctx, SWEEP_INTERVAL_MS));
+  ctx.deadlines.at("hourly", ctx.later(SWEEP_INTERVAL_MS));
 }
 
 async function listLeftovers(ctx: Ctx, company: string, skills: string[]): Promise<Trash[]> {
@@ -105,7 +95,7 @@ async function listLeftovers(ctx: Ctx, company: string, skills: string[]): Promi
   const todo = start < 0 ? [] : keys.slice(start, start + LIMITS.trashPerBatch);
   const reachedEnd = start < 0 || start + todo.length >= keys.length;
   await ctx.writeCursor("trash", reachedEnd ? null : (todo.at(-1) ?? null));
-  if (!reachedEnd) continueNow(ctx);
+  if (!reachedEnd) ctx.continueNow();
   return todo.map((key) => ({
     rel: rel(ctx.scope, key),
     path: path.join(company, VERSIONS_DIR, key),
@@ -200,7 +190,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
       const identity = await identityOf(entry.path);
       if (!sameIdentity(identity, entry.identity)) {
         ctx.report.skip(id, "directory_changed", { companyId });
-        ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+        ctx.retryLater();
         continue;
       }
       verdict = judgeVersion(
@@ -226,7 +216,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
       // Gone since the recheck (`vanished`), or replaced (`directory_changed`, looked at again).
       if (error.reason === "identity_changed") {
         ctx.report.skip(id, "directory_changed", { companyId });
-        ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+        ctx.retryLater();
       } else {
         ctx.report.skip(id, error.reason === "missing" ? "vanished" : error.reason, { companyId });
       }
@@ -244,7 +234,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
       prepared.versions[examined - 1]?.key ?? (await ctx.readCursor("versions")),
       tx,
     );
-    continueNow(ctx);
+    ctx.continueNow();
   } else {
     await ctx.writeCursor("versions", null, tx);
   }
@@ -260,7 +250,7 @@ async function deleteTrash(ctx: Ctx, items: Trash[]): Promise<void> {
     async (tx) => {
       if (!(await tryLock(tx, LOCKS.trash, companyId))) {
         for (const item of items) ctx.report.skip(item.rel, "trash_lock_held", { companyId });
-        ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+        ctx.retryLater();
         return;
       }
       for (const item of items) {
@@ -273,7 +263,7 @@ async function deleteTrash(ctx: Ctx, items: Trash[]): Promise<void> {
           });
         } catch {
           ctx.report.failed(item.rel, "trash_delete_failed", { companyId });
-          ctx.deadlines.at("retry", later(ctx, RETRY_MS));
+          ctx.retryLater();
         }
       }
     },
