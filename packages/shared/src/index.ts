@@ -6,11 +6,14 @@ export {
   StorageError,
   QuarantineError,
   isPermanentError,
+  errnoCode,
+  ignoreErrno,
   type ReclaimErrorCode,
   type SealErrorCode,
   type StorageErrorCode,
   type QuarantineErrorCode,
 } from "./errors";
+export * from "./uuid";
 export * from "./storage/storage-key";
 export * from "./storage/provider";
 export { createLocalDiskProvider, type LocalDiskOptions } from "./storage/local-disk";

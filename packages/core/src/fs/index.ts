@@ -1,3 +1,4 @@
+export * from "./names";
 export * from "./retired-names";
 export * from "./tree";
 export * from "./retire";

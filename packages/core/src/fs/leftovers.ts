@@ -8,6 +8,7 @@
  */
 import { readdir } from "node:fs/promises";
 import path from "node:path";
+import { errnoCode } from "@reclaim/shared";
 import { claimAndRemove, LeftoverDeleteFailed } from "./retire";
 import { retiredPrefixOf, type RetiredPrefix } from "./retired-names";
 import { entryKind } from "./tree";
@@ -34,7 +35,7 @@ export async function listRetired(dir: string, prefixes: readonly RetiredPrefix[
   try {
     names = await readdir(dir);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    if (errnoCode(error) === "ENOENT") return [];
     throw error;
   }
   return names

@@ -9,6 +9,7 @@
  */
 import { lstat, rename, rm } from "node:fs/promises";
 import path from "node:path";
+import { errnoCode } from "@reclaim/shared";
 import { retiredName, retiredPrefixOf, type RetiredPrefix } from "./retired-names";
 import { identityOf, sameIdentity, treeStats, type Identity } from "./tree";
 
@@ -29,7 +30,7 @@ export async function retire(target: string, prefix: RetiredPrefix, expect?: Ide
   try {
     stat = await lstat(target);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new RetireRefused("missing", target);
+    if (errnoCode(error) === "ENOENT") throw new RetireRefused("missing", target);
     throw error;
   }
   if (stat.isSymbolicLink()) throw new RetireRefused("symlink", target);
@@ -42,7 +43,7 @@ export async function retire(target: string, prefix: RetiredPrefix, expect?: Ide
     await rename(target, destination);
   } catch (error) {
     // Gone between the check and the rename (another job, the Paperclip server).
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new RetireRefused("missing", target);
+    if (errnoCode(error) === "ENOENT") throw new RetireRefused("missing", target);
     throw error;
   }
   return destination;
@@ -71,7 +72,7 @@ export async function claimAndRemove(retired: string): Promise<{ bytes: number }
   try {
     await rename(retired, claimed);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+    if (errnoCode(error) === "ENOENT") return null;
     throw new LeftoverDeleteFailed(retired, error);
   }
   try {
@@ -96,8 +97,8 @@ export class LeftoverDeleteFailed extends Error {
 export async function removeRetired(retired: string): Promise<number> {
   if (!retiredPrefixOf(path.basename(retired)))
     throw new Error(`BUG: ${retired} does not carry a retired name`);
-  const stat = await lstat(retired).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === "ENOENT") return null;
+  const stat = await lstat(retired).catch((error: unknown) => {
+    if (errnoCode(error) === "ENOENT") return null;
     throw error;
   });
   if (stat === null) return 0;

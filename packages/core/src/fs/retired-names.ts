@@ -8,11 +8,11 @@
  *   .retiring  provisional: a final check decides between `.expired` and undoing the rename
  */
 import { randomUUID } from "node:crypto";
+import { UUID_PATTERN } from "./names";
 
 export type RetiredPrefix = ".expired" | ".trash" | ".retiring";
 
-const UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
-const RETIRED = new RegExp(`^(\\.expired|\\.trash|\\.retiring)-${UUID}$`);
+const RETIRED = new RegExp(`^(\\.expired|\\.trash|\\.retiring)-${UUID_PATTERN}$`);
 
 export function retiredName(prefix: RetiredPrefix): string {
   return `${prefix}-${randomUUID()}`;
@@ -22,5 +22,3 @@ export function retiredPrefixOf(name: string): RetiredPrefix | null {
   const match = RETIRED.exec(name);
   return match ? (match[1] as RetiredPrefix) : null;
 }
-
-export const UUID_NAME = new RegExp(`^${UUID}$`);

@@ -4,6 +4,7 @@
  */
 import { lstat, readdir } from "node:fs/promises";
 import path from "node:path";
+import { errnoCode } from "@reclaim/shared";
 
 export type EntryKind = "directory" | "file" | "symlink" | "other" | "missing";
 
@@ -28,7 +29,7 @@ export async function entryKind(target: string): Promise<EntryKind> {
     if (stat.isFile()) return "file";
     return "other";
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return "missing";
+    if (errnoCode(error) === "ENOENT") return "missing";
     throw error;
   }
 }
@@ -38,7 +39,7 @@ export async function identityOf(target: string): Promise<Identity | null> {
     const stat = await lstat(target);
     return { dev: stat.dev, ino: stat.ino };
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+    if (errnoCode(error) === "ENOENT") return null;
     throw error;
   }
 }
@@ -64,7 +65,7 @@ export async function treeStats(root: string, signal?: AbortSignal): Promise<Tre
     try {
       names = await readdir(dir);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") continue;
+      if (errnoCode(error) === "ENOENT") continue;
       throw error;
     }
     for (const name of names) {
@@ -73,7 +74,7 @@ export async function treeStats(root: string, signal?: AbortSignal): Promise<Tre
       try {
         stat = await lstat(full);
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === "ENOENT") continue;
+        if (errnoCode(error) === "ENOENT") continue;
         throw error;
       }
       stats.entries += 1;

@@ -5,6 +5,7 @@
  * (the group leader exited, /proc hidden), the process counts as the run's own: keep.
  */
 import { readFileSync } from "node:fs";
+import { errnoCode } from "@reclaim/shared";
 
 export interface RecordedProcess {
   pid: number | null;
@@ -31,7 +32,7 @@ function signalZero(target: number): boolean {
     return true;
   } catch (error) {
     // EPERM: it exists, it is just not ours to signal.
-    return (error as NodeJS.ErrnoException).code === "EPERM";
+    return errnoCode(error) === "EPERM";
   }
 }
 

@@ -1,4 +1,5 @@
 import { StorageError } from "../errors";
+import { UUID_NAME } from "../uuid";
 
 /**
  * A validated, company-scoped object key: `companies/<companyId>/<relativeKey>`.
@@ -23,7 +24,7 @@ export class StorageKey {
 
   /** @throws StorageError RECLAIM_ERR_STORAGE_KEY_INVALID for a bad company id or relative key. */
   static of(companyId: string, relativeKey: string): StorageKey {
-    if (!COMPANY_ID.test(companyId)) {
+    if (!UUID_NAME.test(companyId)) {
       throw invalid(`company id must be a lowercase UUID (got ${JSON.stringify(companyId)})`);
     }
     validateRelativeKey(relativeKey);
@@ -48,7 +49,6 @@ export class StorageKey {
 }
 
 const COMPANIES = "companies";
-const COMPANY_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 // Letters, digits and `._-=+@` only: the same bytes on every filesystem and S3 implementation,
 // no normalization or case-folding surprises, nothing a shell or URL needs quoted.
 const SEGMENT = /^[A-Za-z0-9_=+@-][A-Za-z0-9._=+@-]*$/;

@@ -23,6 +23,7 @@
  */
 import { rmdir } from "node:fs/promises";
 import path from "node:path";
+import { errnoCode } from "@reclaim/shared";
 import type { Tx } from "../../db";
 import { entryKind, removeRetired, retire, RetireRefused, unretire, type RetiredPrefix } from "../../fs";
 import { INSTANCE_SCOPE, type ReportEntry } from "../../ledger";
@@ -123,7 +124,7 @@ export interface Applied {
 /** Moved or deleted since it was read: by another job, the executor, or the Paperclip server. */
 const isGone = (error: unknown) =>
   (error instanceof RetireRefused && error.reason === "missing") ||
-  (error as NodeJS.ErrnoException | null)?.code === "ENOENT";
+  errnoCode(error) === "ENOENT";
 
 /**
  * Renames an entry aside; null, with a skip in the report, when it cannot be: gone since it

@@ -8,15 +8,15 @@
  *   quarantine/<session>.identity_indeterminate.cleanup.<UUID>  native cleanup's, referenced from recovery history: kept
  * plus `.expired-<UUID>` leftovers of interrupted deletions in either folder.
  */
-import { lstat, readdir } from "node:fs/promises";
+import { lstat } from "node:fs/promises";
 import path from "node:path";
-import { entryKind, retiredPrefixOf, treeStats, type EntryKind } from "../../fs";
+import { errnoCode } from "@reclaim/shared";
+import { entryKind, names, retiredPrefixOf, treeStats, UUID_PATTERN, type EntryKind } from "../../fs";
 import { CONTINUITY_BREAKS_DIR, QUARANTINE_DIR } from "./config";
 
-const UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
-const ARCHIVE = new RegExp(`^(\\d+)-${UUID}$`);
-const QUARANTINED = new RegExp(`^(.+)\\.([^.]+)\\.(\\d+)\\.(\\d+)\\.${UUID}$`);
-const CLEANUP = new RegExp(`^(.+)\\.identity_indeterminate\\.cleanup\\.${UUID}$`);
+const ARCHIVE = new RegExp(`^(\\d+)-${UUID_PATTERN}$`);
+const QUARANTINED = new RegExp(`^(.+)\\.([^.]+)\\.(\\d+)\\.(\\d+)\\.${UUID_PATTERN}$`);
+const CLEANUP = new RegExp(`^(.+)\\.identity_indeterminate\\.cleanup\\.${UUID_PATTERN}$`);
 
 export type EvidenceName =
   | { type: "archive" | "quarantine"; session: string; epochMs: number }
@@ -55,14 +55,9 @@ export interface EvidenceEntry {
   allocatedBytes: number;
 }
 
-async function names(dir: string): Promise<string[] | null> {
-  if ((await entryKind(dir)) !== "directory") return null;
-  try {
-    return await readdir(dir);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw error;
-  }
+/** The names in a real directory; null when `dir` is not one (absent, a symlink, a file). */
+async function namesOfRealDir(dir: string): Promise<string[] | null> {
+  return (await entryKind(dir)) === "directory" ? names(dir) : null;
 }
 
 /**
@@ -124,12 +119,12 @@ export async function listEvidence(
     // A symlinked session directory is never walked: what it points at is not this session's.
     if (!(await isRealDirPath(root, session))) continue;
     const folder = `${session}/${CONTINUITY_BREAKS_DIR}`;
-    const found = await names(path.join(root, folder));
+    const found = await namesOfRealDir(path.join(root, folder));
     if (found === null) continue;
     if (found.length === 0) listing.emptyArchiveDirs.push(folder);
     if (!add(folder, found)) return listing;
   }
-  add(QUARANTINE_DIR, (await names(path.join(root, QUARANTINE_DIR))) ?? []);
+  add(QUARANTINE_DIR, (await namesOfRealDir(path.join(root, QUARANTINE_DIR))) ?? []);
   return listing;
 }
 
@@ -153,7 +148,7 @@ export async function surveyEvidence(root: string, key: string): Promise<Evidenc
     return { key, path: full, name: parsed, kind, mtimeMs: stat.mtimeMs, allocatedBytes: 0 };
   } catch (error) {
     // Gone since it was listed (another job, the executor): reported as `vanished`.
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    if (errnoCode(error) !== "ENOENT") throw error;
     return { key, path: full, name: parsed, kind: "missing", mtimeMs: 0, allocatedBytes: 0 };
   }
 }
@@ -163,7 +158,7 @@ export async function countEvidenceBytes(entry: EvidenceEntry, signal?: AbortSig
   try {
     return { ...entry, allocatedBytes: (await treeStats(entry.path, signal)).allocatedBytes };
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    if (errnoCode(error) !== "ENOENT") throw error;
     return { ...entry, kind: "missing" };
   }
 }

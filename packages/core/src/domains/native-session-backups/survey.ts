@@ -5,10 +5,11 @@
  * when it was written; `.retiring-*` and `.expired-*` leftovers) and whether a cleanup
  * activation is pending in it. Nothing else in a session directory is read.
  */
-import { lstat, readdir, readFile } from "node:fs/promises";
+import { lstat, readFile } from "node:fs/promises";
 import path from "node:path";
+import { errnoCode } from "@reclaim/shared";
 import { z } from "zod";
-import { entryKind, identityOf, retiredPrefixOf, treeStats, type EntryKind, type Identity } from "../../fs";
+import { entryKind, identityOf, names, retiredPrefixOf, treeStats, type EntryKind, type Identity } from "../../fs";
 import {
   BACKUPS_DIR,
   CLEANUP_ACTIVATION_PREFIX,
@@ -57,16 +58,6 @@ export interface SessionSurvey {
   cleanupActivation: boolean;
 }
 
-async function names(dir: string): Promise<string[]> {
-  try {
-    return await readdir(dir);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") return [];
-    throw error;
-  }
-}
-
 /** Session directory names (sorted); `quarantine` and dot-names are not sessions. */
 export async function listSessionNames(root: string): Promise<string[]> {
   return (await names(root)).filter((n) => n !== QUARANTINE_DIR && !n.startsWith(".")).sort();
@@ -78,7 +69,7 @@ export async function readControlPlaneState(sessionDir: string): Promise<StateRe
   try {
     stat = await lstat(file);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { status: "missing" };
+    if (errnoCode(error) === "ENOENT") return { status: "missing" };
     return { status: "unreadable" };
   }
   if (!stat.isFile()) return { status: "unreadable" };
@@ -120,7 +111,7 @@ export async function surveyCopy(copy: string, signal?: AbortSignal): Promise<Co
     };
   } catch (error) {
     // Replaced by a newer copy while it was read (Paperclip writes one after every turn).
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+    if (errnoCode(error) === "ENOENT") return null;
     throw error;
   }
 }

@@ -6,6 +6,7 @@
  */
 import { readdir } from "node:fs/promises";
 import path from "node:path";
+import { errnoCode } from "@reclaim/shared";
 import {
   entryKind,
   identityOf,
@@ -28,7 +29,7 @@ export async function listRunFolderNames(root: string): Promise<string[]> {
   try {
     return (await readdir(root)).filter((name) => UUID_NAME.test(name)).sort();
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    if (errnoCode(error) === "ENOENT") return [];
     throw error;
   }
 }

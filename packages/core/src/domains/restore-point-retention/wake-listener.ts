@@ -14,6 +14,7 @@
 import pg from "pg";
 import type { Clock } from "../../clock";
 import type { Db } from "../../db";
+import { UUID_NAME } from "../../fs";
 import type { DeadlineRequest } from "../../ledger";
 import type { Logger } from "../../logging";
 import type { RestorePointRetentionConfig } from "./config";
@@ -21,7 +22,6 @@ import { onStartup, wakeRequest, type WakeReason } from "./events";
 
 export const WAKE_CHANNEL = "reclaim_restore_points";
 const REASONS = new Set<WakeReason>(["issue_changed", "issue_deleted", "company_deleted"]);
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export interface WakeListenerDeps {
   databaseUrl: string;
@@ -43,7 +43,7 @@ export interface WakeListener {
 export function parseWake(payload: string | undefined): { companyId: string; reason: WakeReason } | null {
   try {
     const value = JSON.parse(payload ?? "") as { companyId?: unknown; reason?: unknown };
-    if (typeof value.companyId !== "string" || !UUID.test(value.companyId)) return null;
+    if (typeof value.companyId !== "string" || !UUID_NAME.test(value.companyId)) return null;
     if (typeof value.reason !== "string" || !REASONS.has(value.reason as WakeReason)) return null;
     return { companyId: value.companyId, reason: value.reason as WakeReason };
   } catch {

@@ -8,9 +8,10 @@
  * directories, database snapshots and anything else under `skills/<company>/` are never
  * read, let alone removed. Symlinks are never followed.
  */
-import { lstat, readdir } from "node:fs/promises";
+import { lstat } from "node:fs/promises";
 import path from "node:path";
-import { entryKind, treeStats, UUID_NAME, type EntryKind, type Identity } from "../../fs";
+import { errnoCode } from "@reclaim/shared";
+import { entryKind, names, treeStats, UUID_NAME, type EntryKind, type Identity } from "../../fs";
 import { ACCESS_DIR, OBSERVATION_MARKER, SKILLS_DIR, VERSIONS_DIR } from "./config";
 
 export interface VersionRef {
@@ -33,16 +34,6 @@ export interface VersionSurvey extends VersionRef {
 
 export function companyDir(instanceRoot: string, companyId: string): string {
   return path.join(instanceRoot, SKILLS_DIR, companyId);
-}
-
-async function names(dir: string): Promise<string[]> {
-  try {
-    return await readdir(dir);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") return [];
-    throw error;
-  }
 }
 
 /** Names in `dir` that are uuids and real directories (a symlinked one is never entered). */
@@ -82,7 +73,7 @@ async function mtimeOf(target: string): Promise<number | null> {
   try {
     return (await lstat(target)).mtimeMs;
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
+    const code = errnoCode(error);
     if (code === "ENOENT" || code === "ENOTDIR") return null;
     throw error;
   }
@@ -133,7 +124,7 @@ export async function surveyVersion(
     };
   } catch (error) {
     // Evicted or replaced meanwhile (another server's sweep, a rebuild): nothing to judge now.
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return none("missing");
+    if (errnoCode(error) === "ENOENT") return none("missing");
     throw error;
   }
 }
