@@ -1,15 +1,10 @@
 /**
- * Time for retention code comes from a Clock, never from `Date.now()` (a lint test enforces
- * it): tests of a seven-day window run in milliseconds, and SQL receives the clock's `now`
- * as a parameter instead of calling `now()`, so the database agrees with the clock.
+ * Time for retention code comes from a Clock (defined once, in @reclaim/shared), never from
+ * `Date.now()`: the conventions test enforces it. Here: a test clock and the units.
  */
-export interface Clock {
-  now(): Date;
-}
+import type { Clock } from "@reclaim/shared";
 
-export const systemClock: Clock = {
-  now: () => new Date(),
-};
+export { systemClock, type Clock } from "@reclaim/shared";
 
 /** A clock that moves only when told to. */
 export class TestClock implements Clock {

@@ -1,15 +1,64 @@
 /**
- * The package's error catalog: every failure the shared mechanisms report has a stable
- * `RECLAIM_ERR_*` code, one message and a retry class. Callers branch on `code` (or on the
- * class), never on message text; the text may change, the codes may not.
+ * Reclaim's one error catalog: every failure any package reports has a stable `RECLAIM_ERR_*`
+ * code, one message and a retry class; the codes the REST API answers with also carry their
+ * HTTP status. Callers branch on `code` (or on the class), never on message text; the text
+ * may change, the codes may not. It lives here, in the lowest package, so that core and the
+ * apps import it rather than keep a second one.
  *
  * `permanent` tells a worker whether retrying can help. Permanent failures (a tampered or
- * truncated object, a wrong key, an invalid storage key, refused credentials) stop retries,
- * as BullMQ's `UnrecoverableError` does; the rest are I/O and may succeed later.
+ * truncated object, a wrong key, an invalid storage key, refused credentials, bad
+ * configuration or input) stop retries, as BullMQ's `UnrecoverableError` does; the rest are
+ * I/O and may succeed later.
+ *
+ * Two classes carry these codes: this package's `ReclaimError` (a mechanism failed: sealing,
+ * storage, quarantine, configuration) and core's API error (`@reclaim/core` `ReclaimError`,
+ * with the status and the request field at fault), which takes only the codes with a status.
  */
 
-const CATALOG = {
-  RECLAIM_ERR_CONFIG_INVALID: { permanent: true, message: "Invalid configuration" },
+export const ERRORS = {
+  // The REST API's answers (apps/scheduler; core's ReclaimError).
+  RECLAIM_ERR_VALIDATION: { status: 400, permanent: true, message: "The request is invalid" },
+  RECLAIM_ERR_UNAUTHORIZED: { status: 401, permanent: false, message: "A valid bearer token is required" },
+  RECLAIM_ERR_NOT_FOUND: { status: 404, permanent: false, message: "No such route" },
+  RECLAIM_ERR_UNKNOWN_DOMAIN: { status: 404, permanent: false, message: "No such retention domain" },
+  RECLAIM_ERR_JOB_NOT_FOUND: { status: 404, permanent: false, message: "No such job" },
+  RECLAIM_ERR_DOMAIN_DISABLED: { status: 409, permanent: false, message: "The retention domain is disabled" },
+  RECLAIM_ERR_JOB_NOT_CANCELLABLE: { status: 409, permanent: false, message: "The job cannot be cancelled" },
+  RECLAIM_ERR_BODY_TOO_LARGE: { status: 413, permanent: false, message: "The request body is too large" },
+  RECLAIM_ERR_UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    permanent: false,
+    message: "The request body must be JSON",
+  },
+  RECLAIM_ERR_DOMAIN_NOT_IMPLEMENTED: {
+    status: 501,
+    permanent: false,
+    message: "The retention domain is not implemented yet",
+  },
+  RECLAIM_ERR_DEPENDENCY_UNAVAILABLE: {
+    status: 503,
+    permanent: false,
+    message: "A dependency (PostgreSQL or Redis) is unavailable",
+  },
+  // Restore-point ledger (packages/core/src/restore-points).
+  RECLAIM_ERR_RESTORE_POINT_NOT_FOUND: {
+    status: 404,
+    permanent: false,
+    message: "No such restore point in this company",
+  },
+  RECLAIM_ERR_RESTORE_POINT_STATE: {
+    status: 409,
+    permanent: false,
+    message: "The restore point's status does not allow this",
+  },
+  RECLAIM_ERR_RESTORE_POINT_UNVERIFIED: {
+    status: 422,
+    permanent: false,
+    message: "The stored object does not match what the restore point declares",
+  },
+  RECLAIM_ERR_INTERNAL: { status: 500, permanent: false, message: "Internal error" },
+
+  RECLAIM_ERR_CONFIG_INVALID: { status: 500, permanent: true, message: "Invalid configuration" },
 
   RECLAIM_ERR_INSTANCE_KEY_INVALID: { permanent: true, message: "Invalid instance secrets key" },
   RECLAIM_ERR_INSTANCE_KEY_IO: { permanent: false, message: "Cannot read or create the instance key file" },
@@ -51,7 +100,7 @@ const CATALOG = {
     permanent: false,
     message: "Storage still reports the object after deleting it",
   },
-  RECLAIM_ERR_STORAGE_UNAVAILABLE: { permanent: false, message: "Storage is unavailable" },
+  RECLAIM_ERR_STORAGE_UNAVAILABLE: { status: 503, permanent: false, message: "Storage is unavailable" },
   RECLAIM_ERR_STORAGE_IO: { permanent: false, message: "Storage I/O failed" },
 
   RECLAIM_ERR_QUARANTINE_NOT_A_REPOSITORY: { permanent: true, message: "Not a git repository" },
@@ -70,9 +119,13 @@ const CATALOG = {
     permanent: false,
     message: "Updating refs after publication failed",
   },
-} as const satisfies Record<string, { permanent: boolean; message: string }>;
+} as const satisfies Record<string, { status?: number; permanent: boolean; message: string }>;
 
-export type ReclaimErrorCode = keyof typeof CATALOG;
+export type ReclaimErrorCode = keyof typeof ERRORS;
+/** The codes the REST API answers with: those with an HTTP status. */
+export type ApiErrorCode = {
+  [C in ReclaimErrorCode]: (typeof ERRORS)[C] extends { status: number } ? C : never;
+}[ReclaimErrorCode];
 
 type CodeWithPrefix<P extends string> = Extract<ReclaimErrorCode, `RECLAIM_ERR_${P}_${string}`>;
 export type SealErrorCode = CodeWithPrefix<"SEAL" | "INSTANCE_KEY" | "RESTORE_POINTS">;
@@ -84,11 +137,17 @@ export class ReclaimError<C extends ReclaimErrorCode = ReclaimErrorCode> extends
   /** Retrying cannot help (see the catalog): a worker should fail the job for good. */
   readonly permanent: boolean;
 
-  /** `detail` says what was being done to what; it is appended to the catalog message. */
-  constructor(code: C, detail?: string, options?: { cause?: unknown }) {
-    super(detail ? `${CATALOG[code].message}: ${detail}` : CATALOG[code].message, options);
+  /**
+   * `detail` says what was being done to what; it is appended to the catalog message, unless
+   * `options.message` replaces the whole message.
+   */
+  constructor(code: C, detail?: string, options?: { cause?: unknown; message?: string }) {
+    super(
+      options?.message ?? (detail ? `${ERRORS[code].message}: ${detail}` : ERRORS[code].message),
+      options && "cause" in options ? { cause: options.cause } : undefined,
+    );
     this.code = code;
-    this.permanent = CATALOG[code].permanent;
+    this.permanent = ERRORS[code].permanent;
   }
 
   override get name(): string {
@@ -96,12 +155,17 @@ export class ReclaimError<C extends ReclaimErrorCode = ReclaimErrorCode> extends
   }
 }
 
+/**
+ * A refused environment variable or option, the one ConfigError of every package: the message
+ * is `<VARIABLE>: <problem>` (`RECLAIM_PORT: must be an integer (got "x")`), so a process that
+ * refuses to start names what to fix.
+ */
 export class ConfigError extends ReclaimError<"RECLAIM_ERR_CONFIG_INVALID"> {
   /** The environment variable or option that was refused, exactly as the caller spells it. */
   readonly variable: string;
 
   constructor(variable: string, problem: string) {
-    super("RECLAIM_ERR_CONFIG_INVALID", `${variable} ${problem}`);
+    super("RECLAIM_ERR_CONFIG_INVALID", undefined, { message: `${variable}: ${problem}` });
     this.variable = variable;
   }
 }

@@ -6,6 +6,8 @@ export {
   StorageError,
   QuarantineError,
   isPermanentError,
+  ERRORS,
+  type ApiErrorCode,
   errnoCode,
   ignoreErrno,
   type ReclaimErrorCode,
@@ -63,4 +65,5 @@ export { PACK_ORDER } from "./quarantine/pack-files";
 export type { RecoveryFailure } from "./quarantine/pack-recovery";
 export { realPublishFs, type PublishFs } from "./quarantine/publish-fs";
 export { quoteAlternate } from "./quarantine/git-env";
-export type { Clock, Timer } from "./quarantine/timing";
+export { systemClock, type Clock } from "./clock";
+export type { Timer } from "./quarantine/timing";

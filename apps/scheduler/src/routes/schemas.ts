@@ -1,10 +1,15 @@
 /** Response and shared request schemas: the contract the Paperclip server codes against. */
-import { ERRORS, DOMAIN_IDS } from "@reclaim/core";
+import { ERRORS, DOMAIN_IDS, type ErrorCode } from "@reclaim/core";
 import { z } from "zod";
+
+/** The catalog's codes that the API answers with (those with an HTTP status). */
+const API_ERROR_CODES = Object.entries(ERRORS)
+  .filter(([, entry]) => "status" in entry)
+  .map(([code]) => code) as [ErrorCode, ...ErrorCode[]];
 
 export const errorBody = z
   .object({
-    error: z.enum(Object.keys(ERRORS) as [keyof typeof ERRORS, ...(keyof typeof ERRORS)[]]),
+    error: z.enum(API_ERROR_CODES),
     message: z.string(),
     field: z.string().optional(),
   })

@@ -1,4 +1,8 @@
-import { ERRORS, type ErrorCode } from "./catalog";
+/**
+ * An error the REST API answers with: a catalog code that has an HTTP status (the catalog is
+ * @reclaim/shared's `ERRORS`), the status, and the request field at fault.
+ */
+import { ERRORS, type ApiErrorCode as ErrorCode } from "@reclaim/shared";
 
 export interface ReclaimErrorOptions {
   message?: string;

@@ -6,14 +6,12 @@
  */
 import { isPermanentError } from "@reclaim/shared";
 import { UnrecoverableError } from "bullmq";
-import { isReclaimError, PermanentError } from "../errors";
-
-const PERMANENT_CODES = new Set(["RECLAIM_ERR_CONFIG", "RECLAIM_ERR_VALIDATION"]);
+import { ERRORS, isReclaimError, PermanentError } from "../errors";
 
 export function isPermanent(error: unknown): boolean {
   if (error instanceof UnrecoverableError || error instanceof PermanentError) return true;
-  if (isReclaimError(error)) return PERMANENT_CODES.has(error.code);
-  // Sealing, storage and quarantine errors say themselves whether a retry can help.
+  // Every catalog code says whether a retry can help (API, sealing, storage, quarantine, config).
+  if (isReclaimError(error)) return ERRORS[error.code].permanent;
   return isPermanentError(error);
 }
 

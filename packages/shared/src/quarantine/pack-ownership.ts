@@ -97,7 +97,8 @@ import { errnoCode, ignoreErrno, QuarantineError } from "../errors";
 import { currentProcess, isThisProcess, livenessOf, type ProcessIdentity } from "./process-identity";
 import type { PublishFs } from "./publish-fs";
 import { adjustSharedPerm, mkdirShared, type SharedRepository } from "./shared-permissions";
-import { sleep, type Clock, type Timer } from "./timing";
+import type { Clock } from "../clock";
+import { sleep, type Timer } from "./timing";
 
 export interface OwnershipOptions {
   fs: PublishFs;
@@ -168,14 +169,14 @@ export async function acquirePackOwnership(
   packName: string,
   options: OwnershipOptions,
 ): Promise<PackOwnership> {
-  const deadline = options.clock.now() + options.busyTimeoutMs;
+  const deadline = options.clock.now().getTime() + options.busyTimeoutMs;
   const owners = new OwnersDir(objectsDir, options);
   const local = await queueInProcess(owners.key(packName), packName, deadline, options);
   try {
     for (;;) {
       const taken = await owners.tryTake(packName);
       if (taken !== "busy") return owners.handle(packName, taken, local);
-      if (options.clock.now() >= deadline) throw await owners.busyError(packName);
+      if (options.clock.now().getTime() >= deadline) throw await owners.busyError(packName);
       options.onBusy?.(packName);
       await sleep(options.timer, POLL_MS);
     }
@@ -265,7 +266,7 @@ async function queueInProcess(
       };
     }
     if (deadline === null) return null;
-    const remaining = deadline - options.clock.now();
+    const remaining = deadline - options.clock.now().getTime();
     if (remaining <= 0) {
       throw new QuarantineError(
         "RECLAIM_ERR_QUARANTINE_PACK_BUSY",
@@ -396,14 +397,14 @@ class OwnersDir {
   async isDead(seen: Held): Promise<boolean> {
     const { clock, staleAfterMs, fs } = this.options;
     const holder = seen.record;
-    if (!holder) return clock.now() - seen.mtimeMs > staleAfterMs;
+    if (!holder) return clock.now().getTime() - seen.mtimeMs > staleAfterMs;
     if (holder.abandoned) return true;
     if (isThisProcess(holder)) {
       // Another copy of this module holds what it holds: live while this process runs.
       return holder.instance === INSTANCE && !registered.has(holder.lockId);
     }
     const liveness = await livenessOf(holder, (file) => fs.readFile(file));
-    if (liveness === "unknown") return clock.now() - holder.createdAt > staleAfterMs;
+    if (liveness === "unknown") return clock.now().getTime() - holder.createdAt > staleAfterMs;
     return liveness === "dead";
   }
 
@@ -484,7 +485,7 @@ class OwnersDir {
       captureId,
       instance: INSTANCE,
       ...currentProcess(),
-      createdAt: clock.now(),
+      createdAt: clock.now().getTime(),
     };
     const file = path.join(this.dir, name);
     // Registered first: from the instant the file exists, this process counts it as live.

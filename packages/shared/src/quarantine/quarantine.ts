@@ -64,7 +64,8 @@ import { publishQuarantine, type PublishedObjects } from "./publish";
 import { realPublishFs, type PublishFs } from "./publish-fs";
 import { inspectRepository } from "./repository";
 import { registerLiveCapture } from "./termination";
-import { systemClock, systemTimer, type Clock, type Timer } from "./timing";
+import { systemClock, type Clock } from "../clock";
+import { systemTimer, type Timer } from "./timing";
 
 export interface QuarantineContext {
   /** Absolute path of the quarantine directory. */

@@ -1,18 +1,12 @@
 /**
- * Time, injected: captures time out and pack owners go stale by these, and tests drive them
- * without waiting (no `Date.now()` or bare `setTimeout` in quarantine logic).
+ * Time, injected: captures time out and pack owners go stale by the Clock (../clock.ts) and
+ * wait by this Timer, and tests drive both without waiting (no `Date.now()` or bare
+ * `setTimeout` in quarantine logic).
  */
-export interface Clock {
-  /** Milliseconds since the epoch. */
-  now(): number;
-}
-
 export interface Timer {
   setTimeout(callback: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;
 }
-
-export const systemClock: Clock = { now: () => Date.now() };
 
 export const systemTimer: Timer = {
   setTimeout: (callback, ms) => setTimeout(callback, ms),

@@ -17,7 +17,7 @@ export async function packNameFor(seed: number): Promise<string> {
 export function waitingClock(): { clock: Clock; timer: Timer } {
   let now = Date.now();
   return {
-    clock: { now: () => now },
+    clock: { now: () => new Date(now) },
     timer: {
       setTimeout: (callback, ms) => {
         now += ms;

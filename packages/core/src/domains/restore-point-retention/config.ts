@@ -4,7 +4,7 @@
  * Reclaim's own (RECLAIM_ prefix) so they can never collide with a future Paperclip name.
  * Storage follows Paperclip's variables (PAPERCLIP_STORAGE_*, read by @reclaim/shared).
  */
-import { readStorageConfig, ConfigError as SharedConfigError, type StorageConfig } from "@reclaim/shared";
+import { readStorageConfig, type StorageConfig } from "@reclaim/shared";
 import { DAY_MS, HOUR_MS, MINUTE_MS } from "../../clock";
 import {
   booleanOption,
@@ -86,14 +86,9 @@ export function readConfig(env: Env): RestorePointRetentionConfig {
   };
 }
 
-/** Paperclip's storage settings, as @reclaim/shared reads them, failing as Reclaim's ConfigError. */
+/** Paperclip's storage settings, as @reclaim/shared reads them (a bad one is a ConfigError). */
 function readStorage(env: Env): StorageConfig {
-  try {
-    return readStorageConfig(env, { instanceRoot: serviceOptions.instanceRoot.read(env) });
-  } catch (error) {
-    if (error instanceof SharedConfigError) throw new ConfigError(error.variable, error.message);
-    throw error;
-  }
+  return readStorageConfig(env, { instanceRoot: serviceOptions.instanceRoot.read(env) });
 }
 
 /** Limits from the spec. */
