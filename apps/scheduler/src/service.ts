@@ -22,6 +22,7 @@ import {
   onReconnect,
   readSchedulerConfig,
   readServiceConfig,
+  startWakeListener,
   systemClock,
   type AnyDomain,
   type Clock,
@@ -29,12 +30,9 @@ import {
   type DomainId,
   type Env,
   type Logger,
-} from "@reclaim/core";
-import {
-  startWakeListener,
   type RestorePointRetentionConfig,
   type WakeListener,
-} from "@reclaim/core/src/domains/restore-point-retention";
+} from "@reclaim/core";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "./app";
 import type { ApiDeps } from "./deps";

@@ -12,3 +12,11 @@ export * from "./logging";
 export * from "./process";
 export * from "./queue";
 export * from "./callbacks";
+export * from "./restore-points";
+// What the apps need of the restore-point domain itself (they import only from this root).
+export {
+  RESTORE_POINT_DOMAIN,
+  startWakeListener,
+  type RestorePointRetentionConfig,
+  type WakeListener,
+} from "./domains/restore-point-retention";

@@ -1,14 +1,16 @@
 /**
- * What every restore-point route needs: the domain's configuration (its storage provider)
- * and a way to schedule the deadlines a ledger change makes due. The ledger API works even
- * when retention is disabled (captures must still be recorded); then nothing is scheduled.
+ * What every restore-point route needs: the guard that the domain is served here, its
+ * configuration (the storage provider) and a way to schedule the deadlines a ledger change
+ * makes due. The ledger API works even when retention is disabled (captures must still be
+ * recorded); then nothing is scheduled.
  */
-import type { DeadlineRequest, DomainId } from "@reclaim/core";
 import {
   storageFor,
+  type DeadlineRequest,
+  type DomainId,
   type LedgerResult,
   type RestorePointRetentionConfig,
-} from "@reclaim/core/src/domains/restore-point-retention";
+} from "@reclaim/core";
 import type { StorageProvider } from "@reclaim/shared";
 import type { ApiDeps } from "../../deps";
 import { implementedDomain } from "../guards";
@@ -18,8 +20,13 @@ import { restorePointBody, restorePointParams } from "./schemas";
 
 const ID: DomainId = "restore-point-retention";
 
-export function restorePointConfig(deps: ApiDeps): RestorePointRetentionConfig {
+/** The guard of every restore-point route: the domain is known (else 404) and implemented by this service (else 501). */
+export function restorePointsServed(deps: ApiDeps): void {
   implementedDomain(deps, ID);
+}
+
+export function restorePointConfig(deps: ApiDeps): RestorePointRetentionConfig {
+  restorePointsServed(deps);
   return deps.configs.get(ID) as RestorePointRetentionConfig;
 }
 
@@ -48,7 +55,7 @@ export function statusChangeRoute(definition: {
     params: restorePointParams,
     responses: { 200: restorePointBody, 400: errorBody, 404: errorBody, 409: errorBody },
     async handle({ params }, deps) {
-      restorePointConfig(deps);
+      restorePointsServed(deps);
       const { restorePoint, deadlines } = await definition.change(
         deps.db,
         params.companyId,

@@ -5,7 +5,7 @@
  * field otherwise; 503 when storage cannot be read). Repeating a successful activation
  * answers 200 with the row.
  */
-import { activateRestorePoint } from "@reclaim/core/src/domains/restore-point-retention";
+import { activateRestorePoint } from "@reclaim/core";
 import { z } from "zod";
 import { errorBody } from "../schemas";
 import { route } from "../route";

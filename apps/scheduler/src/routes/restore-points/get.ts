@@ -1,8 +1,8 @@
 /** GET /v1/companies/:companyId/restore-points/:id: one restore point (404 in another company). */
-import { findRestorePoint, viewOf } from "@reclaim/core/src/domains/restore-point-retention";
+import { findRestorePoint, viewOf } from "@reclaim/core";
 import { errorBody } from "../schemas";
 import { route } from "../route";
-import { restorePointConfig } from "./access";
+import { restorePointsServed } from "./access";
 import { restorePointBody, restorePointParams } from "./schemas";
 
 export const getRestorePointRoute = route({
@@ -12,7 +12,7 @@ export const getRestorePointRoute = route({
   params: restorePointParams,
   responses: { 200: restorePointBody, 400: errorBody, 404: errorBody },
   async handle({ params }, deps) {
-    restorePointConfig(deps);
+    restorePointsServed(deps);
     const row = await findRestorePoint(deps.db, params.companyId, params.id);
     return { status: 200, body: { restorePoint: viewOf(row) } };
   },

@@ -3,11 +3,11 @@
  * workspace's restore points, newest first, optionally only some statuses
  * (`?status=active,expiring`); pass `nextCursor` back as `cursor` for the next page.
  */
-import { listRestorePoints, RESTORE_POINT_STATUSES } from "@reclaim/core/src/domains/restore-point-retention";
+import { listRestorePoints, RESTORE_POINT_STATUSES } from "@reclaim/core";
 import { z } from "zod";
 import { errorBody } from "../schemas";
 import { route } from "../route";
-import { restorePointConfig } from "./access";
+import { restorePointsServed } from "./access";
 import { restorePoint, workspaceParams } from "./schemas";
 
 const statusList = z
@@ -30,7 +30,7 @@ export const listRestorePointsRoute = route({
     400: errorBody,
   },
   async handle({ params, query }, deps) {
-    restorePointConfig(deps);
+    restorePointsServed(deps);
     const page = await listRestorePoints(deps.db, {
       companyId: params.companyId,
       executionWorkspaceId: params.workspaceId,

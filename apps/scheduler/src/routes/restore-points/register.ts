@@ -3,8 +3,7 @@
  * Answers 201 with the `pending` row, whose `id` and `storageKey` the capture seals into.
  * A pending row never activated within one hour is treated as abandoned and deleted.
  */
-import { Prisma } from "@reclaim/core";
-import { registerRestorePoint, RESTORE_POINT_KINDS } from "@reclaim/core/src/domains/restore-point-retention";
+import { Prisma, registerRestorePoint, RESTORE_POINT_KINDS } from "@reclaim/core";
 import { z } from "zod";
 import { errorBody } from "../schemas";
 import { route } from "../route";

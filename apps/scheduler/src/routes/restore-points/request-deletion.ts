@@ -4,7 +4,7 @@
  * one-hour capture grace ends (its capture may still be writing). 409 for an expiring row
  * (its expiry hook runs first, then it is deleted anyway).
  */
-import { requestRestorePointDeletion } from "@reclaim/core/src/domains/restore-point-retention";
+import { requestRestorePointDeletion } from "@reclaim/core";
 import { statusChangeRoute } from "./access";
 
 export const requestRestorePointDeletionRoute = statusChangeRoute({

@@ -1,8 +1,5 @@
 /** Request and response shapes of the restore-point routes (the Paperclip server's contract). */
-import {
-  RESTORE_POINT_KINDS,
-  RESTORE_POINT_STATUSES,
-} from "@reclaim/core/src/domains/restore-point-retention";
+import { RESTORE_POINT_KINDS, RESTORE_POINT_STATUSES } from "@reclaim/core";
 import { z } from "zod";
 
 export const companyParams = z.object({ companyId: z.uuid() });

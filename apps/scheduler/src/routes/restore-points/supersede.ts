@@ -3,7 +3,7 @@
  * this active one; its object is deleted promptly. 409 for a pending or expiring row;
  * superseding a row already on its way out answers with it unchanged.
  */
-import { supersedeRestorePoint } from "@reclaim/core/src/domains/restore-point-retention";
+import { supersedeRestorePoint } from "@reclaim/core";
 import { statusChangeRoute } from "./access";
 
 export const supersedeRestorePointRoute = statusChangeRoute({

@@ -120,11 +120,9 @@ export interface Applied {
   clearedTaskSessions: number;
 }
 
-
 /** Moved or deleted since it was read: by another job, the executor, or the Paperclip server. */
 const isGone = (error: unknown) =>
-  (error instanceof RetireRefused && error.reason === "missing") ||
-  errnoCode(error) === "ENOENT";
+  (error instanceof RetireRefused && error.reason === "missing") || errnoCode(error) === "ENOENT";
 
 /**
  * Renames an entry aside; null, with a skip in the report, when it cannot be: gone since it

@@ -9,7 +9,15 @@ import { lstat, readFile } from "node:fs/promises";
 import path from "node:path";
 import { errnoCode } from "@reclaim/shared";
 import { z } from "zod";
-import { entryKind, identityOf, names, retiredPrefixOf, treeStats, type EntryKind, type Identity } from "../../fs";
+import {
+  entryKind,
+  identityOf,
+  names,
+  retiredPrefixOf,
+  treeStats,
+  type EntryKind,
+  type Identity,
+} from "../../fs";
 import {
   BACKUPS_DIR,
   CLEANUP_ACTIVATION_PREFIX,

@@ -30,7 +30,6 @@ import { listRunFolderNames, type FolderSurvey } from "./survey";
 
 type Ctx = JobContext<NativeWorkspaceSyncConfig>;
 
-
 export interface Prepared {
   root: string;
   folders: FolderSurvey[];

@@ -33,7 +33,7 @@ import {
   type DueWindow,
 } from "./queries";
 import { reviewRestorePoint, type DueRow } from "./rules";
-import { storageFor } from "./survey";
+import { storageFor } from "../../restore-points";
 
 type Ctx = JobContext<RestorePointRetentionConfig>;
 

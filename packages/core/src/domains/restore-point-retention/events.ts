@@ -16,7 +16,7 @@ import type { DeadlineRequest } from "../../ledger";
 import type { EventContext, EventHandlers } from "../types";
 import { LIMITS, type RestorePointRetentionConfig } from "./config";
 import { startupDue } from "./queries";
-import type { RestorePointStatus } from "./rules";
+import type { RestorePointStatus } from "../../restore-points/vocabulary";
 
 export const DOMAIN = "restore-point-retention";
 

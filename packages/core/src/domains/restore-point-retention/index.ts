@@ -16,13 +16,5 @@ export const restorePointRetention = defineDomain({
 
 export { LIMITS, type RestorePointRetentionConfig } from "./config";
 export { DOMAIN as RESTORE_POINT_DOMAIN, wakeRequest, type WakeReason } from "./events";
-export * from "./ledger";
-export {
-  RESTORE_POINT_KINDS,
-  RESTORE_POINT_STATUSES,
-  type RestorePointKind,
-  type RestorePointStatus,
-} from "./rules";
-export { storageFor } from "./survey";
 export { startWakeListener, parseWake, WAKE_CHANNEL, type WakeListener } from "./wake-listener";
 export { EXPIRY_HOOK_EVENT, type ExpiryHookBody } from "./hook";

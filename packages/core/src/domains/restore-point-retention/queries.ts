@@ -1,7 +1,8 @@
 /** The database reads and writes of the retention worker (SQL in the .sql files beside this one). */
 import type { Db, Tx } from "../../db";
 import { sqlFile } from "../../db/sql";
-import type { DueRow, RestorePointStatus, TreeState } from "./rules";
+import type { RestorePointStatus } from "../../restore-points/vocabulary";
+import type { DueRow, TreeState } from "./rules";
 
 const sql = (name: string) => sqlFile(__dirname, name);
 const ids = (rows: { id: string }[]) => rows.map((r) => r.id);

@@ -14,18 +14,7 @@
  * deleted; an `expiring` row gets its expiry hook (again); `superseded` and
  * `delete_requested` rows have their object deleted.
  */
-export const RESTORE_POINT_STATUSES = [
-  "pending",
-  "active",
-  "expiring",
-  "superseded",
-  "delete_requested",
-  "deleted",
-] as const;
-export type RestorePointStatus = (typeof RESTORE_POINT_STATUSES)[number];
-
-export const RESTORE_POINT_KINDS = ["worktree", "nested_checkout", "task_directory"] as const;
-export type RestorePointKind = (typeof RESTORE_POINT_KINDS)[number];
+import type { RestorePointKind, RestorePointStatus } from "../../restore-points/vocabulary";
 
 /** Issue statuses that close an issue. */
 export const CLOSED_ISSUE_STATUSES = ["done", "cancelled"] as const;

@@ -50,7 +50,6 @@ import {
 
 type Ctx = JobContext<SkillVersionCachesConfig>;
 
-
 interface Trash {
   /** Report id of the version (or of the leftover) it was. */
   rel: string;
@@ -70,7 +69,6 @@ export interface Prepared {
 export interface Applied {
   trash: Trash[];
 }
-
 
 const rel = (companyId: string, key: string) => `${SKILLS_DIR}/${companyId}/${VERSIONS_DIR}/${key}`;
 

@@ -1,33 +1,18 @@
 /**
- * What the storage provider says, read outside any lock: the provider this process uses,
- * and the read-back check of a sealed object before its restore point is activated (the
- * whole payload is streamed and hashed here, and the sealed key header is read for its
- * format version and key fingerprint; nothing the caller says about the object is trusted).
+ * The read-back check of a sealed object before its restore point is activated, outside any
+ * lock: the whole payload is streamed and hashed here, and the sealed key header is read for
+ * its format version and key fingerprint; nothing the caller says about the object is trusted.
  */
 import { createHash } from "node:crypto";
 import {
-  createStorageProvider,
   inspectSealHeader,
   MAX_SEAL_HEADER_BYTES,
   readSealHeaderBytes,
   SEAL_HEADER_SUFFIX,
   SealError,
   StorageKey,
-  type StorageConfig,
   type StorageProvider,
 } from "@reclaim/shared";
-
-const providers = new WeakMap<StorageConfig, StorageProvider>();
-
-/** One provider per configuration (a process reads its configuration once). */
-export function storageFor(config: StorageConfig): StorageProvider {
-  let provider = providers.get(config);
-  if (!provider) {
-    provider = createStorageProvider(config);
-    providers.set(config, provider);
-  }
-  return provider;
-}
 
 /** What a sealed key header (`<key>.seal-header`) says, when it can be read. */
 type SealHeaderFacts =
