@@ -7,6 +7,8 @@
  *   *.sql       the database reads the rules need, one query per batch (no N+1)
  *   check.ts    the batch: prepare -> apply (in the job's transaction, under the company lock) -> finish
  *   index.ts    the RetentionDomain value
+ * A check that outgrows ~400 lines splits into named parts beside check.ts, which keeps the
+ * phases (native-session-backups: batch.ts, copies.ts, leftovers.ts, evidence-expiry.ts).
  *
  * The platform (jobs/run-job.ts) claims the due deadlines, runs the three phases, then in
  * one transaction consumes the claim, records the deadlines the check computed and the

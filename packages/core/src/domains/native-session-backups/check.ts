@@ -20,23 +20,19 @@
  *   delete the expired evidence and leftovers, remove emptied `continuity-breaks` folders.
  *   The rest of the session directory, its control-plane state included, is never touched.
  *   Whatever another job moved first is reported `vanished`, never a failed batch.
+ *
+ * This file runs the walks (cursors, budgets) and the three phases. Its parts: copies.ts
+ * (the session copies), leftovers.ts (an interrupted batch's `.retiring-*` / `.expired-*`),
+ * evidence-expiry.ts (archives and quarantine entries); what they share is in batch.ts.
  */
 import { rmdir } from "node:fs/promises";
 import path from "node:path";
-import { errnoCode } from "@reclaim/shared";
 import type { Tx } from "../../db";
-import { entryKind, removeRetired, retire, RetireRefused, unretire, type RetiredPrefix } from "../../fs";
-import { INSTANCE_SCOPE, type ReportEntry } from "../../ledger";
-import type { JobContext } from "../types";
-import {
-  BACKUPS_DIR,
-  CONTINUITY_BREAKS_DIR,
-  CURRENT,
-  LIMITS,
-  SESSIONS_DIR,
-  SWEEP_INTERVAL_MS,
-  type NativeSessionBackupsConfig,
-} from "./config";
+import { retire } from "../../fs";
+import { INSTANCE_SCOPE } from "../../ledger";
+import { Batch, evidenceJudge, isGone, remove, type Applied, type Ctx, type Prepared } from "./batch";
+import { LIMITS, SESSIONS_DIR, SWEEP_INTERVAL_MS } from "./config";
+import { expireSessions } from "./copies";
 import {
   countEvidenceBytes,
   isRealDirPath,
@@ -44,32 +40,16 @@ import {
   surveyEvidence,
   type EvidenceEntry,
 } from "./evidence";
-import {
-  deleteTaskSessions,
-  lockSessionRows,
-  readLiveness,
-  sessionFacts,
-  type SessionInput,
-} from "./queries";
-import {
-  judgeEvidence,
-  judgeSession,
-  livenessAt,
-  needsRows,
-  type Liveness,
-  type SessionFacts,
-} from "./rules";
+import { expireEvidence } from "./evidence-expiry";
+import { readLiveness } from "./queries";
+import { judgeEvidence, livenessAt } from "./rules";
 import {
   entriesOf,
-  listBackups,
   listSessionNames,
   readControlPlaneState,
-  surveyCopy,
   surveySession,
   type SessionSurvey,
 } from "./survey";
-
-type Ctx = JobContext<NativeSessionBackupsConfig>;
 
 /** Claims that start the session walk from the top, and the evidence check. */
 const SESSION_REASONS = new Set(["startup", "hourly", "retry"]);
@@ -81,73 +61,6 @@ const EVIDENCE_REASONS = new Set(["startup", "evidence", "retry"]);
  * "not due" to the continuation, which claims only `continue`, and the walk would be lost.
  */
 const NOT_STARTED = "";
-
-export interface Prepared {
-  root: string;
-  /** The session walk is due in this batch. */
-  sessionsRan: boolean;
-  liveness: Liveness;
-  sessions: SessionSurvey[];
-  sessionsMore: boolean;
-  /** null when the evidence check is not due in this batch. */
-  evidence: EvidenceEntry[] | null;
-  evidenceMore: boolean;
-  emptyArchiveDirs: string[];
-}
-
-interface Deletion {
-  rel: string;
-  path: string;
-  companyId?: string | null;
-  reason?: string;
-  /** Evidence (or its leftover): a failed removal makes the evidence check due at the next sweep. */
-  evidence?: boolean;
-  /** The `continuity-breaks` folder it was in (relative to the root), to remove once empty. */
-  archiveDir?: string;
-}
-
-interface Expiring {
-  rel: string;
-  retiring: string;
-  companyId: string;
-}
-
-export interface Applied {
-  root: string;
-  expiring: Expiring[];
-  deletions: Deletion[];
-  archiveDirs: string[];
-  clearedTaskSessions: number;
-}
-
-/** Moved or deleted since it was read: by another job, the executor, or the Paperclip server. */
-const isGone = (error: unknown) =>
-  (error instanceof RetireRefused && error.reason === "missing") || errnoCode(error) === "ENOENT";
-
-/**
- * Renames an entry aside; null, with a skip in the report, when it cannot be: gone since it
- * was read (`vanished`), or refused (`symlink`, `not_a_directory`). Never fails the batch
- * for one entry; any other failure (I/O) is the batch's.
- */
-async function retireOrSkip(
-  ctx: Ctx,
-  target: string,
-  prefix: RetiredPrefix,
-  id: string,
-  extra: Partial<ReportEntry> = {},
-): Promise<string | null> {
-  try {
-    return await retire(target, prefix);
-  } catch (error) {
-    if (isGone(error)) ctx.report.skip(id, "vanished", extra);
-    else if (error instanceof RetireRefused) ctx.report.skip(id, error.reason, extra);
-    else throw error;
-    return null;
-  }
-}
-
-const rel = (key: string) => `${SESSIONS_DIR}/${key}`;
-const copyRel = (session: string) => rel(`${session}/${BACKUPS_DIR}/${CURRENT}`);
 
 /**
  * Whether a walk starts from the top in this job. A walk with a cursor always continues.
@@ -193,13 +106,6 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
   await ctx.faults.hit("native-session-backups.surveyed");
   return prepared;
 }
-
-/** Judged as apply will judge them, before any lock, to count only removable entries' bytes. */
-const evidenceJudge = (ctx: Ctx, liveness: Liveness) => ({
-  now: ctx.startedAt,
-  windowMs: ctx.config.evidenceWindowMs,
-  liveness,
-});
 
 async function survey(ctx: Ctx): Promise<Prepared> {
   const root = path.join(ctx.instanceRoot, SESSIONS_DIR);
@@ -249,233 +155,6 @@ async function survey(ctx: Ctx): Promise<Prepared> {
   return prepared;
 }
 
-const inputOf = (s: SessionSurvey): SessionInput | null =>
-  s.state.status === "ok" ? { scope: s.name, ...s.state.state } : null;
-const inputs = (sessions: SessionSurvey[]) =>
-  sessions.map(inputOf).filter((i): i is SessionInput => i !== null);
-const companyOf = (s: SessionSurvey) => (s.state.status === "ok" ? s.state.state.companyId : null);
-
-/**
- * The batch's shared limits: 200 entries looked at (sessions, their leftovers, evidence
- * entries) and 50 removals (copies, leftovers, evidence).
- */
-class Batch {
-  entriesLeft: number = LIMITS.entriesPerBatch;
-  removalsLeft: number = LIMITS.removalsPerBatch;
-  readonly applied: Applied;
-  constructor(
-    readonly ctx: Ctx,
-    root: string,
-  ) {
-    this.applied = { root, expiring: [], deletions: [], archiveDirs: [], clearedTaskSessions: 0 };
-  }
-
-  get full(): boolean {
-    return this.entriesLeft <= 0 || this.removalsLeft <= 0;
-  }
-
-  /** An entry is looked at: it counts toward `checked` and the 200. */
-  examine(): void {
-    this.entriesLeft -= 1;
-    this.ctx.report.examined();
-  }
-
-  delete(item: Deletion): void {
-    this.applied.deletions.push(item);
-    this.removalsLeft -= 1;
-  }
-}
-
-/**
- * The `.retiring-*` copy to put back when `current` is missing: the newest by when it was
- * written (its newest entry, or its manifest's completedAt), not the first by name (a random
- * UUID). Only a real directory is restored; null when there is none.
- */
-async function newestCopy(retiring: string[]): Promise<string | null> {
-  let newest: { path: string; writtenAtMs: number } | null = null;
-  for (const candidate of retiring) {
-    const copy = await surveyCopy(candidate);
-    if (copy?.kind !== "directory") continue;
-    if (newest === null || copy.writtenAtMs > newest.writtenAtMs) newest = copy;
-  }
-  return newest?.path ?? null;
-}
-
-/**
- * What happens to a session's `.retiring-*` and `.expired-*` left by an interrupted batch,
- * each one an entry of the batch (and each deletion a removal):
- *   judge       none left, or all done: judge the copy now;
- *   wait        its copy was just restored, or moved by another job: judged by a later batch;
- *   unfinished  the batch is full: the session comes first in the next one.
- * A dry run leaves them as they are.
- */
-async function finishLeftovers(
-  batch: Batch,
-  session: SessionSurvey,
-): Promise<"judge" | "wait" | "unfinished"> {
-  const { ctx } = batch;
-  if (ctx.dryRun || session.kind !== "directory") return "judge";
-  // Read again under the lock: another job may have finished, restored or dropped what the
-  // survey saw (its finish runs after its commit, outside the lock).
-  const backups = await listBackups(session.path);
-  const companyId = companyOf(session);
-  const leftover = (p: string) => rel(`${session.name}/${BACKUPS_DIR}/${path.basename(p)}`);
-  for (const expired of backups.expired) {
-    if (batch.full) return "unfinished";
-    batch.examine();
-    batch.delete({ rel: leftover(expired), path: expired, companyId, reason: "interrupted_deletion" });
-  }
-  let superseded = backups.retiring;
-  const restore = backups.current ? null : await newestCopy(backups.retiring);
-  if (restore !== null) {
-    // Never confirmed, or confirmed but interrupted before `.expired`: the newest copy goes
-    // back, the others are superseded by it, and a later batch decides from what is there.
-    if (batch.full) return "unfinished";
-    batch.examine();
-    await ctx.faults.hit("native-session-backups.before-leftover-rename");
-    let restored: boolean;
-    try {
-      restored = await unretire(restore, path.join(session.path, BACKUPS_DIR, CURRENT));
-    } catch (error) {
-      if (!isGone(error)) throw error;
-      // Another job moved it first: none of the others is dropped (one may be the only copy).
-      ctx.report.skip(leftover(restore), "vanished", { companyId });
-      ctx.continueNow();
-      return "wait";
-    }
-    ctx.continueNow();
-    // `current` was written meanwhile: every `.retiring-*` is superseded, at the next batch.
-    if (!restored) return "wait";
-    await ctx.faults.hit("native-session-backups.after-restore-rename");
-    ctx.report.skip(copyRel(session.name), "unconfirmed_copy_restored", { companyId });
-    superseded = backups.retiring.filter((p) => p !== restore);
-  }
-  for (const stale of superseded) {
-    // A newer copy exists. Renamed first, so an interrupted delete leaves an `.expired-*`,
-    // never a half-deleted `.retiring-*` that a later batch could restore.
-    if (batch.full) return "unfinished";
-    batch.examine();
-    const id = leftover(stale);
-    await ctx.faults.hit("native-session-backups.before-leftover-rename");
-    const to = await retireOrSkip(ctx, stale, ".expired", id, { companyId });
-    if (to === null) continue;
-    await ctx.faults.hit("native-session-backups.after-superseded-rename");
-    batch.delete({ rel: id, path: to, companyId, reason: "superseded_by_newer_copy" });
-  }
-  return restore === null ? "judge" : "wait";
-}
-
-const sameRuns = (a: string[], b: string[]) => a.length === b.length && a.every((id, i) => id === b[i]);
-
-async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): Promise<number> {
-  const { ctx } = batch;
-  const judge = { now: ctx.startedAt, windowMs: ctx.config.windowMs, liveness: prepared.liveness };
-  const facts = await sessionFacts(tx, inputs(prepared.sessions.filter((s) => needsRows(s, judge))));
-  const tentative: SessionSurvey[] = [];
-  let handled = 0;
-
-  for (const session of prepared.sessions) {
-    if (ctx.signal.aborted || batch.full) break;
-    batch.examine();
-    const leftovers = await finishLeftovers(batch, session);
-    if (leftovers === "unfinished") break;
-    const verdict =
-      leftovers === "judge" ? judgeSession(session, facts.get(session.name) ?? null, judge) : null;
-    // Its copy would be the 51st removal: it comes first in the next batch.
-    if (verdict?.expire && !ctx.dryRun && batch.removalsLeft <= 0) break;
-    handled += 1;
-    if (verdict === null) continue;
-    if (!verdict.expire) {
-      ctx.report.skip(copyRel(session.name), verdict.reason, {
-        companyId: companyOf(session),
-        bytes: session.current?.allocatedBytes ?? 0,
-      });
-      continue;
-    }
-    if (ctx.dryRun) {
-      ctx.report.candidate(copyRel(session.name), session.current!.allocatedBytes, {
-        companyId: companyOf(session),
-      });
-      continue;
-    }
-    tentative.push(session);
-    batch.removalsLeft -= 1;
-  }
-  if (tentative.length === 0) return handled;
-
-  // Lock the rows Paperclip would touch to resume these sessions, then decide again.
-  await lockSessionRows(
-    tx,
-    tentative.map((s) => facts.get(s.name)!),
-  );
-  const locked = await sessionFacts(tx, inputs(tentative));
-  const retiring: { session: SessionSurvey; path: string; facts: SessionFacts }[] = [];
-  for (const session of tentative) {
-    const id = copyRel(session.name);
-    const companyId = companyOf(session);
-    const now = locked.get(session.name)!;
-    const verdict = judgeSession(session, now, judge);
-    if (!verdict.expire) {
-      ctx.report.skip(id, verdict.reason, { companyId, bytes: session.current!.allocatedBytes });
-      continue;
-    }
-    try {
-      const to = await retire(session.current!.path, ".retiring", session.current!.identity ?? undefined);
-      retiring.push({ session, path: to, facts: now });
-    } catch (error) {
-      if (isGone(error)) {
-        ctx.report.skip(id, "vanished", { companyId });
-        continue;
-      }
-      if (!(error instanceof RetireRefused)) {
-        await undo(retiring);
-        throw error;
-      }
-      ctx.report.skip(id, error.reason === "identity_changed" ? "copy_changed" : error.reason, { companyId });
-      continue;
-    }
-    // A crash here leaves `.retiring-*` with no `current`: the next batch restores it.
-    await ctx.faults.hit("native-session-backups.after-retiring-rename");
-  }
-  if (retiring.length === 0) return handled;
-
-  // The final check: a run of the session that appeared since the rows were locked (it
-  // would look for `current`) undoes the rename; so does a check that fails.
-  let final: Map<string, SessionFacts>;
-  try {
-    // Part of the check: a fault here is the check failing (tests only).
-    await ctx.faults.hit("native-session-backups.final-check");
-    final = await sessionFacts(tx, inputs(retiring.map((r) => r.session)));
-  } catch (error) {
-    await undo(retiring);
-    throw error;
-  }
-  const taskSessions: string[] = [];
-  for (const item of retiring) {
-    const { session } = item;
-    const id = copyRel(session.name);
-    const companyId = companyOf(session)!;
-    const now = final.get(session.name);
-    if (!now || now.unfinished_run || !sameRuns(now.run_ids, item.facts.run_ids)) {
-      await undo([item]);
-      ctx.report.skip(id, "run_appeared", { companyId });
-      continue;
-    }
-    ctx.report.candidate(id, session.current!.allocatedBytes, { companyId });
-    batch.applied.expiring.push({ rel: id, retiring: item.path, companyId });
-    taskSessions.push(...now.task_session_ids);
-  }
-  batch.applied.clearedTaskSessions = (await deleteTaskSessions(tx, taskSessions)).length;
-  return handled;
-}
-
-async function undo(items: { session: SessionSurvey; path: string }[]): Promise<void> {
-  for (const item of items) {
-    // A `current` written meanwhile wins; this copy is then dropped by a later batch.
-    await unretire(item.path, path.join(item.session.path, BACKUPS_DIR, CURRENT)).catch(() => false);
-  }
-}
-
 function continueWalk(ctx: Ctx) {
   return async (name: string, handled: number, keys: string[], more: boolean, tx: Tx) => {
     if (handled < keys.length || more) {
@@ -486,61 +165,6 @@ function continueWalk(ctx: Ctx) {
       await ctx.writeCursor(name, null, tx);
     }
   };
-}
-
-async function expireEvidence(batch: Batch, prepared: Prepared): Promise<number> {
-  const { ctx } = batch;
-  const judge = evidenceJudge(ctx, prepared.liveness);
-  let handled = 0;
-  let nextDue: Date | null = null;
-  let again = false;
-  for (const entry of prepared.evidence ?? []) {
-    if (ctx.signal.aborted || batch.full) break;
-    handled += 1;
-    batch.examine();
-    const id = rel(entry.key);
-    const folder = path.dirname(entry.key);
-    const archiveDir = entry.key.split("/")[1] === CONTINUITY_BREAKS_DIR ? folder : undefined;
-    const verdict = judgeEvidence(entry, judge);
-    if (!verdict.remove) {
-      ctx.report.skip(id, verdict.reason);
-      if (verdict.dueAt && (nextDue === null || verdict.dueAt < nextDue)) nextDue = verdict.dueAt;
-      again ||= verdict.busy === true;
-      continue;
-    }
-    // The folders above it were real directories when listed; one replaced by a symlink
-    // since would take the rename or the delete into the link's target.
-    if (!(await isRealDirPath(prepared.root, folder))) {
-      ctx.report.skip(id, "symlink");
-      continue;
-    }
-    if (verdict.leftover) {
-      if (!ctx.dryRun)
-        batch.delete({
-          rel: id,
-          path: entry.path,
-          reason: "interrupted_deletion",
-          evidence: true,
-          archiveDir,
-        });
-      continue;
-    }
-    if (ctx.dryRun) {
-      ctx.report.candidate(id, entry.allocatedBytes);
-      continue;
-    }
-    const to = await retireOrSkip(ctx, entry.path, ".expired", id);
-    if (to === null) continue;
-    ctx.report.candidate(id, entry.allocatedBytes);
-    batch.delete({ rel: id, path: to, evidence: true, archiveDir });
-    await ctx.faults.hit("native-session-backups.after-evidence-rename");
-  }
-  // Nothing polls: the oldest retained entry says when to look again; a busy session or
-  // unknown liveness, at the next hourly sweep.
-  if (nextDue !== null) ctx.deadlines.at("evidence", nextDue);
-  if (again) ctx.deadlines.at("evidence", ctx.later(SWEEP_INTERVAL_MS));
-  if (!ctx.dryRun) batch.applied.archiveDirs.push(...prepared.emptyArchiveDirs);
-  return handled;
 }
 
 export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Applied> {
@@ -564,33 +188,6 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     );
   }
   return batch.applied;
-}
-
-/**
- * Deletes a retired tree and reports it; true when it is gone. Already gone, or taken
- * mid-way by another job's leftover pass: `vanished` (that job reports it). A failure
- * leaves the retired name for a later batch: evidence at the next sweep, copies sooner.
- */
-async function remove(ctx: Ctx, item: Deletion): Promise<boolean> {
-  const extra = {
-    ...(item.companyId !== undefined ? { companyId: item.companyId } : {}),
-    ...(item.reason ? { reason: item.reason } : {}),
-  };
-  let bytes: number | null;
-  try {
-    bytes = (await entryKind(item.path)) === "missing" ? null : await removeRetired(item.path);
-  } catch (error) {
-    if (!isGone(error)) {
-      ctx.report.failed(item.rel, "delete_failed", extra);
-      if (item.evidence) ctx.deadlines.at("evidence", ctx.later(SWEEP_INTERVAL_MS));
-      else ctx.retryLater();
-      return false;
-    }
-    bytes = null;
-  }
-  if (bytes === null) ctx.report.skip(item.rel, "vanished", extra);
-  else ctx.report.removedEntry(item.rel, bytes, extra);
-  return true;
 }
 
 export async function finish(ctx: Ctx, applied: Applied): Promise<void> {

@@ -1,0 +1,131 @@
+/**
+ * Session failover copies (`<session>/failover-backups/current`), in the job's transaction:
+ * judge each session (rules.ts) on its rows, lock the rows of the candidates and judge again,
+ * rename each copy that still expires to `.retiring-<UUID>`, check once more for a run of
+ * those sessions and undo the rename where one appeared (or the check failed), and delete the
+ * agent task sessions of the confirmed ones. finish (check.ts) makes them `.expired-*`.
+ */
+import path from "node:path";
+import type { Tx } from "../../db";
+import { retire, RetireRefused, unretire } from "../../fs";
+import { Batch, companyOf, copyRel, isGone, type Prepared } from "./batch";
+import { BACKUPS_DIR, CURRENT } from "./config";
+import { finishLeftovers } from "./leftovers";
+import { deleteTaskSessions, lockSessionRows, sessionFacts, type SessionInput } from "./queries";
+import { judgeSession, needsRows, type SessionFacts } from "./rules";
+import type { SessionSurvey } from "./survey";
+
+const inputOf = (s: SessionSurvey): SessionInput | null =>
+  s.state.status === "ok" ? { scope: s.name, ...s.state.state } : null;
+const inputs = (sessions: SessionSurvey[]) =>
+  sessions.map(inputOf).filter((i): i is SessionInput => i !== null);
+const sameRuns = (a: string[], b: string[]) => a.length === b.length && a.every((id, i) => id === b[i]);
+
+export async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): Promise<number> {
+  const { ctx } = batch;
+  const judge = { now: ctx.startedAt, windowMs: ctx.config.windowMs, liveness: prepared.liveness };
+  const facts = await sessionFacts(tx, inputs(prepared.sessions.filter((s) => needsRows(s, judge))));
+  const tentative: SessionSurvey[] = [];
+  let handled = 0;
+
+  for (const session of prepared.sessions) {
+    if (ctx.signal.aborted || batch.full) break;
+    batch.examine();
+    const leftovers = await finishLeftovers(batch, session);
+    if (leftovers === "unfinished") break;
+    const verdict =
+      leftovers === "judge" ? judgeSession(session, facts.get(session.name) ?? null, judge) : null;
+    // Its copy would be the 51st removal: it comes first in the next batch.
+    if (verdict?.expire && !ctx.dryRun && batch.removalsLeft <= 0) break;
+    handled += 1;
+    if (verdict === null) continue;
+    if (!verdict.expire) {
+      ctx.report.skip(copyRel(session.name), verdict.reason, {
+        companyId: companyOf(session),
+        bytes: session.current?.allocatedBytes ?? 0,
+      });
+      continue;
+    }
+    if (ctx.dryRun) {
+      ctx.report.candidate(copyRel(session.name), session.current!.allocatedBytes, {
+        companyId: companyOf(session),
+      });
+      continue;
+    }
+    tentative.push(session);
+    batch.removalsLeft -= 1;
+  }
+  if (tentative.length === 0) return handled;
+
+  // Lock the rows Paperclip would touch to resume these sessions, then decide again.
+  await lockSessionRows(
+    tx,
+    tentative.map((s) => facts.get(s.name)!),
+  );
+  const locked = await sessionFacts(tx, inputs(tentative));
+  const retiring: { session: SessionSurvey; path: string; facts: SessionFacts }[] = [];
+  for (const session of tentative) {
+    const id = copyRel(session.name);
+    const companyId = companyOf(session);
+    const now = locked.get(session.name)!;
+    const verdict = judgeSession(session, now, judge);
+    if (!verdict.expire) {
+      ctx.report.skip(id, verdict.reason, { companyId, bytes: session.current!.allocatedBytes });
+      continue;
+    }
+    try {
+      const to = await retire(session.current!.path, ".retiring", session.current!.identity ?? undefined);
+      retiring.push({ session, path: to, facts: now });
+    } catch (error) {
+      if (isGone(error)) {
+        ctx.report.skip(id, "vanished", { companyId });
+        continue;
+      }
+      if (!(error instanceof RetireRefused)) {
+        await undo(retiring);
+        throw error;
+      }
+      ctx.report.skip(id, error.reason === "identity_changed" ? "copy_changed" : error.reason, { companyId });
+      continue;
+    }
+    // A crash here leaves `.retiring-*` with no `current`: the next batch restores it.
+    await ctx.faults.hit("native-session-backups.after-retiring-rename");
+  }
+  if (retiring.length === 0) return handled;
+
+  // The final check: a run of the session that appeared since the rows were locked (it
+  // would look for `current`) undoes the rename; so does a check that fails.
+  let final: Map<string, SessionFacts>;
+  try {
+    // Part of the check: a fault here is the check failing (tests only).
+    await ctx.faults.hit("native-session-backups.final-check");
+    final = await sessionFacts(tx, inputs(retiring.map((r) => r.session)));
+  } catch (error) {
+    await undo(retiring);
+    throw error;
+  }
+  const taskSessions: string[] = [];
+  for (const item of retiring) {
+    const { session } = item;
+    const id = copyRel(session.name);
+    const companyId = companyOf(session)!;
+    const now = final.get(session.name);
+    if (!now || now.unfinished_run || !sameRuns(now.run_ids, item.facts.run_ids)) {
+      await undo([item]);
+      ctx.report.skip(id, "run_appeared", { companyId });
+      continue;
+    }
+    ctx.report.candidate(id, session.current!.allocatedBytes, { companyId });
+    batch.applied.expiring.push({ rel: id, retiring: item.path, companyId });
+    taskSessions.push(...now.task_session_ids);
+  }
+  batch.applied.clearedTaskSessions = (await deleteTaskSessions(tx, taskSessions)).length;
+  return handled;
+}
+
+async function undo(items: { session: SessionSurvey; path: string }[]): Promise<void> {
+  for (const item of items) {
+    // A `current` written meanwhile wins; this copy is then dropped by a later batch.
+    await unretire(item.path, path.join(item.session.path, BACKUPS_DIR, CURRENT)).catch(() => false);
+  }
+}

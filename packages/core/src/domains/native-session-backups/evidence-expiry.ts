@@ -1,0 +1,66 @@
+/**
+ * Continuity-break archives and quarantine entries past their window, in the job's
+ * transaction: judged by rules.ts on what the survey read, renamed to `.expired-<UUID>` after
+ * the folders above them are checked again to be real directories; the oldest kept entry says
+ * when the evidence check is due next.
+ */
+import path from "node:path";
+import { Batch, evidenceJudge, rel, retireOrSkip, type Prepared } from "./batch";
+import { CONTINUITY_BREAKS_DIR, SWEEP_INTERVAL_MS } from "./config";
+import { isRealDirPath } from "./evidence";
+import { judgeEvidence } from "./rules";
+
+export async function expireEvidence(batch: Batch, prepared: Prepared): Promise<number> {
+  const { ctx } = batch;
+  const judge = evidenceJudge(ctx, prepared.liveness);
+  let handled = 0;
+  let nextDue: Date | null = null;
+  let again = false;
+  for (const entry of prepared.evidence ?? []) {
+    if (ctx.signal.aborted || batch.full) break;
+    handled += 1;
+    batch.examine();
+    const id = rel(entry.key);
+    const folder = path.dirname(entry.key);
+    const archiveDir = entry.key.split("/")[1] === CONTINUITY_BREAKS_DIR ? folder : undefined;
+    const verdict = judgeEvidence(entry, judge);
+    if (!verdict.remove) {
+      ctx.report.skip(id, verdict.reason);
+      if (verdict.dueAt && (nextDue === null || verdict.dueAt < nextDue)) nextDue = verdict.dueAt;
+      again ||= verdict.busy === true;
+      continue;
+    }
+    // The folders above it were real directories when listed; one replaced by a symlink
+    // since would take the rename or the delete into the link's target.
+    if (!(await isRealDirPath(prepared.root, folder))) {
+      ctx.report.skip(id, "symlink");
+      continue;
+    }
+    if (verdict.leftover) {
+      if (!ctx.dryRun)
+        batch.delete({
+          rel: id,
+          path: entry.path,
+          reason: "interrupted_deletion",
+          evidence: true,
+          archiveDir,
+        });
+      continue;
+    }
+    if (ctx.dryRun) {
+      ctx.report.candidate(id, entry.allocatedBytes);
+      continue;
+    }
+    const to = await retireOrSkip(ctx, entry.path, ".expired", id);
+    if (to === null) continue;
+    ctx.report.candidate(id, entry.allocatedBytes);
+    batch.delete({ rel: id, path: to, evidence: true, archiveDir });
+    await ctx.faults.hit("native-session-backups.after-evidence-rename");
+  }
+  // Nothing polls: the oldest retained entry says when to look again; a busy session or
+  // unknown liveness, at the next hourly sweep.
+  if (nextDue !== null) ctx.deadlines.at("evidence", nextDue);
+  if (again) ctx.deadlines.at("evidence", ctx.later(SWEEP_INTERVAL_MS));
+  if (!ctx.dryRun) batch.applied.archiveDirs.push(...prepared.emptyArchiveDirs);
+  return handled;
+}

@@ -1,0 +1,89 @@
+/**
+ * A session's `.retiring-*` and `.expired-*` left by an interrupted batch, finished under the
+ * lock before its copy is judged: the newest unconfirmed `.retiring-*` goes back when
+ * `current` is missing, the others (and any next to a `current`) are dropped.
+ */
+import path from "node:path";
+import { unretire } from "../../fs";
+import { Batch, companyOf, copyRel, isGone, rel, retireOrSkip } from "./batch";
+import { BACKUPS_DIR, CURRENT } from "./config";
+import { listBackups, surveyCopy, type SessionSurvey } from "./survey";
+
+/**
+ * The `.retiring-*` copy to put back when `current` is missing: the newest by when it was
+ * written (its newest entry, or its manifest's completedAt), not the first by name (a random
+ * UUID). Only a real directory is restored; null when there is none.
+ */
+async function newestCopy(retiring: string[]): Promise<string | null> {
+  let newest: { path: string; writtenAtMs: number } | null = null;
+  for (const candidate of retiring) {
+    const copy = await surveyCopy(candidate);
+    if (copy?.kind !== "directory") continue;
+    if (newest === null || copy.writtenAtMs > newest.writtenAtMs) newest = copy;
+  }
+  return newest?.path ?? null;
+}
+
+/**
+ * What happens to a session's `.retiring-*` and `.expired-*` left by an interrupted batch,
+ * each one an entry of the batch (and each deletion a removal):
+ *   judge       none left, or all done: judge the copy now;
+ *   wait        its copy was just restored, or moved by another job: judged by a later batch;
+ *   unfinished  the batch is full: the session comes first in the next one.
+ * A dry run leaves them as they are.
+ */
+export async function finishLeftovers(
+  batch: Batch,
+  session: SessionSurvey,
+): Promise<"judge" | "wait" | "unfinished"> {
+  const { ctx } = batch;
+  if (ctx.dryRun || session.kind !== "directory") return "judge";
+  // Read again under the lock: another job may have finished, restored or dropped what the
+  // survey saw (its finish runs after its commit, outside the lock).
+  const backups = await listBackups(session.path);
+  const companyId = companyOf(session);
+  const leftover = (p: string) => rel(`${session.name}/${BACKUPS_DIR}/${path.basename(p)}`);
+  for (const expired of backups.expired) {
+    if (batch.full) return "unfinished";
+    batch.examine();
+    batch.delete({ rel: leftover(expired), path: expired, companyId, reason: "interrupted_deletion" });
+  }
+  let superseded = backups.retiring;
+  const restore = backups.current ? null : await newestCopy(backups.retiring);
+  if (restore !== null) {
+    // Never confirmed, or confirmed but interrupted before `.expired`: the newest copy goes
+    // back, the others are superseded by it, and a later batch decides from what is there.
+    if (batch.full) return "unfinished";
+    batch.examine();
+    await ctx.faults.hit("native-session-backups.before-leftover-rename");
+    let restored: boolean;
+    try {
+      restored = await unretire(restore, path.join(session.path, BACKUPS_DIR, CURRENT));
+    } catch (error) {
+      if (!isGone(error)) throw error;
+      // Another job moved it first: none of the others is dropped (one may be the only copy).
+      ctx.report.skip(leftover(restore), "vanished", { companyId });
+      ctx.continueNow();
+      return "wait";
+    }
+    ctx.continueNow();
+    // `current` was written meanwhile: every `.retiring-*` is superseded, at the next batch.
+    if (!restored) return "wait";
+    await ctx.faults.hit("native-session-backups.after-restore-rename");
+    ctx.report.skip(copyRel(session.name), "unconfirmed_copy_restored", { companyId });
+    superseded = backups.retiring.filter((p) => p !== restore);
+  }
+  for (const stale of superseded) {
+    // A newer copy exists. Renamed first, so an interrupted delete leaves an `.expired-*`,
+    // never a half-deleted `.retiring-*` that a later batch could restore.
+    if (batch.full) return "unfinished";
+    batch.examine();
+    const id = leftover(stale);
+    await ctx.faults.hit("native-session-backups.before-leftover-rename");
+    const to = await retireOrSkip(ctx, stale, ".expired", id, { companyId });
+    if (to === null) continue;
+    await ctx.faults.hit("native-session-backups.after-superseded-rename");
+    batch.delete({ rel: id, path: to, companyId, reason: "superseded_by_newer_copy" });
+  }
+  return restore === null ? "judge" : "wait";
+}
