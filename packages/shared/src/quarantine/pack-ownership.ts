@@ -90,15 +90,22 @@
  *    microseconds, it does not exclude it (inodes are reused at once on common filesystems).
  *  - A plain `git` (not Reclaim) finalizing a byte-identical pack in the same milliseconds
  *    takes no record at all (publish.ts).
+ *
+ * Files: pack-owner-record.ts (the record format and the owners directory's entries),
+ * pack-owner-liveness.ts (whether a holder is dead), pack-owner-breaking.ts (take, break a
+ * dead holder's record, remove a dead breaker's leftovers); this file holds the contract,
+ * the in-process queue and the ownership handle.
  */
-import { randomUUID } from "node:crypto";
-import path from "node:path";
-import { errnoCode, ignoreErrno, QuarantineError } from "../errors";
-import { currentProcess, isThisProcess, livenessOf, type ProcessIdentity } from "./process-identity";
-import type { PublishFs } from "./publish-fs";
-import { adjustSharedPerm, mkdirShared, type SharedRepository } from "./shared-permissions";
+import { ignoreErrno, QuarantineError } from "../errors";
 import type { Clock } from "../clock";
+import { tryTake } from "./pack-owner-breaking";
+import { OwnerEntries, registered, type Taken } from "./pack-owner-record";
+import type { PublishFs } from "./publish-fs";
+import type { SharedRepository } from "./shared-permissions";
 import { sleep, type Timer } from "./timing";
+
+export { removeDeadLeftovers } from "./pack-owner-breaking";
+export { INSTANCE, listOwnerEntries, packOf, type OwnerRecord } from "./pack-owner-record";
 
 export interface OwnershipOptions {
   fs: PublishFs;
@@ -132,34 +139,8 @@ export interface PackOwnership {
   abandon(): Promise<void>;
 }
 
-export interface OwnerRecord extends ProcessIdentity {
-  lockId: string;
-  captureId: string;
-  /** The copy of this module that wrote it (one per module instance, random). */
-  instance: string;
-  /** Milliseconds since the epoch, by the capture's clock. */
-  createdAt: number;
-  /** Set by its holder when it leaves the record behind (abandon, failed release): dead. */
-  abandoned?: true;
-}
-
-/** What the name of a record or break lock holds right now. */
-type Held = { kind: "held"; lockId: string; ino: number; mtimeMs: number; record: OwnerRecord | null };
-type Observed = { kind: "gone" } | Held;
-
-type Taken = { lockId: string; ino: number; brokeDead: boolean };
-
-const OWNERS_DIR = path.join("info", "reclaim-pack-owners");
 const POLL_MS = 20;
 
-/**
- * This copy of the module. `registered` speaks only for the records written with this
- * instance id: another copy in the same process (a worker thread, a second bundle) has the
- * same pid and start time but its own registry.
- */
-export const INSTANCE = randomUUID();
-/** lockIds of the records and break locks this copy of the module holds right now. */
-const registered = new Set<string>();
 /** One promise per pack this process is working on: in-process captures queue on it. */
 const inProcess = new Map<string, Promise<void>>();
 
@@ -170,12 +151,12 @@ export async function acquirePackOwnership(
   options: OwnershipOptions,
 ): Promise<PackOwnership> {
   const deadline = options.clock.now().getTime() + options.busyTimeoutMs;
-  const owners = new OwnersDir(objectsDir, options);
+  const owners = new OwnerEntries(objectsDir, options);
   const local = await queueInProcess(owners.key(packName), packName, deadline, options);
   try {
     for (;;) {
-      const taken = await owners.tryTake(packName);
-      if (taken !== "busy") return owners.handle(packName, taken, local);
+      const taken = await tryTake(owners, packName);
+      if (taken !== "busy") return handle(owners, packName, taken, local);
       if (options.clock.now().getTime() >= deadline) throw await owners.busyError(packName);
       options.onBusy?.(packName);
       await sleep(options.timer, POLL_MS);
@@ -192,45 +173,18 @@ export async function tryAcquirePackOwnership(
   packName: string,
   options: OwnershipOptions,
 ): Promise<PackOwnership | null> {
-  const owners = new OwnersDir(objectsDir, options);
+  const owners = new OwnerEntries(objectsDir, options);
   const local = await queueInProcess(owners.key(packName), packName, null, options);
   if (!local) return null;
   try {
-    const taken = await owners.tryTake(packName);
-    if (taken !== "busy") return owners.handle(packName, taken, local);
+    const taken = await tryTake(owners, packName);
+    if (taken !== "busy") return handle(owners, packName, taken, local);
   } catch (error) {
     local();
     throw error;
   }
   local();
   return null;
-}
-
-/**
- * Removes the other entries of pack `packName` (break locks, temporary records) whose
- * holders are dead: a breaker that crashed leaves them. The caller holds the pack.
- */
-export async function removeDeadLeftovers(
-  objectsDir: string,
-  packName: string,
-  options: OwnershipOptions,
-): Promise<void> {
-  const owners = new OwnersDir(objectsDir, options);
-  for (const name of await owners.list()) {
-    if (!name.startsWith(`${packName}.`)) continue;
-    const seen = await owners.read(name);
-    if (seen.kind !== "held" || !(await owners.isDead(seen))) continue;
-    const taken = await owners.replaceDead(name, seen);
-    if (taken !== "busy" && taken !== "changed") await owners.release(name, taken);
-  }
-}
-
-/** Names in the owners directory (records and break locks); none when it does not exist. */
-export async function listOwnerEntries(objectsDir: string, fs: PublishFs): Promise<string[]> {
-  return fs.readdir(path.join(objectsDir, OWNERS_DIR)).catch((error: unknown) => {
-    if (errnoCode(error) === "ENOENT") return [] as string[];
-    throw error;
-  });
 }
 
 /**
@@ -289,282 +243,36 @@ function released(holder: Promise<void>, ms: number, timer: Timer): Promise<void
   });
 }
 
-class OwnersDir {
-  readonly dir: string;
-
-  constructor(
-    private readonly objectsDir: string,
-    private readonly options: OwnershipOptions,
-  ) {
-    this.dir = path.join(objectsDir, OWNERS_DIR);
-  }
-
-  key(packName: string): string {
-    return `${this.objectsDir}\0${packName}`;
-  }
-
-  list(): Promise<string[]> {
-    return listOwnerEntries(this.objectsDir, this.options.fs);
-  }
-
-  handle(packName: string, taken: Taken, letNextIn: () => void): PackOwnership {
-    let done = false;
-    const finish = (): void => {
-      done = true;
-      letNextIn();
-    };
-    return {
-      tookOverAbandoned: taken.brokeDead,
-      held: async () => {
-        const seen = await this.read(packName);
-        return seen.kind === "held" && seen.lockId === taken.lockId;
-      },
-      release: async () => {
-        if (done) return;
-        try {
-          await this.release(packName, taken);
-          await this.options.fs.rmdir(this.dir).catch(ignoreErrno("ENOTEMPTY", "ENOENT", "EEXIST"));
-        } finally {
-          finish();
-        }
-      },
-      abandon: async () => {
-        if (done) return;
-        registered.delete(taken.lockId); // the record itself stays in place
-        try {
-          await this.markAbandoned(packName, taken).catch(() => undefined);
-        } finally {
-          finish();
-        }
-      },
-    };
-  }
-
-  /** Creates `name` for this capture, replacing a dead holder's; "busy" while a live one holds it. */
-  async tryTake(name: string): Promise<Taken | "busy"> {
-    for (;;) {
-      const lockId = randomUUID();
-      const created = await this.create(name, lockId);
-      if (created) return { lockId, ino: created.ino, brokeDead: false };
-      const seen = await this.read(name);
-      if (seen.kind === "gone") continue;
-      if (!(await this.isDead(seen))) return "busy";
-      const outcome = await this.replaceDead(name, seen);
-      if (outcome !== "changed") return outcome;
-    }
-  }
-
-  /**
-   * Replaces `name`, if it still is the dead record `seen`, by a record of this capture,
-   * under that record's break lock: the new record is written under a temporary name and
-   * renamed over the dead one, so the name is never free for another capture to take
-   * without learning that the pack was abandoned.
-   */
-  async replaceDead(name: string, seen: Held): Promise<Taken | "changed" | "busy"> {
-    const pack = packOf(name);
-    const guard = await this.tryTake(`${pack}.break-${seen.lockId}`);
-    if (guard === "busy") return "busy";
-    try {
-      const lockId = randomUUID();
-      const temp = `${pack}.new-${lockId}`;
-      const created = await this.create(temp, lockId);
-      if (!created) throw new Error(`${temp} exists`); // a fresh random name: never
+/** The handle a capture holds the pack by: `held`, `release` (once), `abandon`. */
+function handle(owners: OwnerEntries, packName: string, taken: Taken, letNextIn: () => void): PackOwnership {
+  let done = false;
+  const finish = (): void => {
+    done = true;
+    letNextIn();
+  };
+  return {
+    tookOverAbandoned: taken.brokeDead,
+    held: async () => {
+      const seen = await owners.read(packName);
+      return seen.kind === "held" && seen.lockId === taken.lockId;
+    },
+    release: async () => {
+      if (done) return;
       try {
-        // Still the record seen, and still dead: an unreadable record is named by its inode,
-        // which a new file may have reused; its fresh mtime then says so.
-        const now = await this.read(name);
-        if (
-          now.kind !== "held" ||
-          now.lockId !== seen.lockId ||
-          now.ino !== seen.ino ||
-          !(await this.isDead(now))
-        ) {
-          await this.discard(temp, lockId, created.ino);
-          return "changed";
-        }
-        await this.options.fs.rename(path.join(this.dir, temp), path.join(this.dir, name));
-      } catch (error) {
-        await this.discard(temp, lockId, created.ino);
-        throw error;
+        await owners.release(packName, taken);
+        await owners.options.fs.rmdir(owners.dir).catch(ignoreErrno("ENOTEMPTY", "ENOENT", "EEXIST"));
+      } finally {
+        finish();
       }
-      return { lockId, ino: created.ino, brokeDead: true };
-    } finally {
-      // A break lock left behind is clutter for recovery, never a reason to undo the take.
-      await this.release(`${pack}.break-${seen.lockId}`, guard).catch(() => undefined);
-    }
-  }
-
-  async isDead(seen: Held): Promise<boolean> {
-    const { clock, staleAfterMs, fs } = this.options;
-    const holder = seen.record;
-    if (!holder) return clock.now().getTime() - seen.mtimeMs > staleAfterMs;
-    if (holder.abandoned) return true;
-    if (isThisProcess(holder)) {
-      // Another copy of this module holds what it holds: live while this process runs.
-      return holder.instance === INSTANCE && !registered.has(holder.lockId);
-    }
-    const liveness = await livenessOf(holder, (file) => fs.readFile(file));
-    if (liveness === "unknown") return clock.now().getTime() - holder.createdAt > staleAfterMs;
-    return liveness === "dead";
-  }
-
-  async read(name: string): Promise<Observed> {
-    const { fs } = this.options;
-    const file = path.join(this.dir, name);
-    const info = await fs.lstat(file);
-    if (!info) return { kind: "gone" };
-    let text: string;
-    try {
-      text = await fs.readFile(file);
-    } catch (error) {
-      if (errnoCode(error) === "ENOENT") return { kind: "gone" };
-      throw error;
-    }
-    const record = parseRecord(text);
-    // An unreadable record is named by its inode, so its break lock is still unique to it.
-    const lockId = record?.lockId ?? `ino${info.ino}`;
-    return { kind: "held", lockId, ino: info.ino, mtimeMs: info.mtimeMs, record };
-  }
-
-  async busyError(packName: string): Promise<QuarantineError> {
-    const seen = await this.read(packName).catch(() => null);
-    const holder =
-      seen?.kind === "held" && seen.record
-        ? `capture ${seen.record.captureId} (pid ${seen.record.pid} on ${seen.record.host})`
-        : "another capture";
-    return new QuarantineError(
-      "RECLAIM_ERR_QUARANTINE_PACK_BUSY",
-      `${packName} is being published by ${holder}`,
-    );
-  }
-
-  /**
-   * Unlinks `name` only if it still is lock `taken`; then this process no longer holds it.
-   * If that fails, the lock is left marked abandoned, so that any process may break it.
-   */
-  async release(name: string, taken: Taken): Promise<void> {
-    try {
-      const seen = await this.read(name);
-      if (seen.kind === "held" && seen.lockId === taken.lockId) {
-        await this.options.fs.unlink(path.join(this.dir, name)).catch(ignoreErrno("ENOENT"));
-      }
-    } catch (error) {
-      await this.markAbandoned(name, taken).catch(() => undefined);
-      throw error;
-    } finally {
-      registered.delete(taken.lockId);
-    }
-  }
-
-  /**
-   * Rewrites lock `taken` at `name` in place with `abandoned` set, if it still is that lock's
-   * inode (never someone else's record). A reader meanwhile sees the old record, an
-   * unreadable one (fresh, so live), or the marked one.
-   */
-  private async markAbandoned(name: string, taken: Taken): Promise<void> {
-    const seen = await this.read(name);
-    if (seen.kind !== "held" || seen.lockId !== taken.lockId || !seen.record) return;
-    const marked: OwnerRecord = { ...seen.record, abandoned: true };
-    await this.options.fs.overwriteIfSame(path.join(this.dir, name), taken.ino, JSON.stringify(marked));
-  }
-
-  /** Removes our own temporary record `name` (if it still is inode `ino`) and unregisters it. */
-  private async discard(name: string, lockId: string, ino: number): Promise<void> {
-    try {
-      await unlinkIfSame(this.options.fs, path.join(this.dir, name), ino);
-    } finally {
-      registered.delete(lockId);
-    }
-  }
-
-  /** Creates `name` as lock `lockId`; null when it exists. */
-  private async create(name: string, lockId: string): Promise<{ ino: number } | null> {
-    const { fs, clock, shared, captureId } = this.options;
-    const record: OwnerRecord = {
-      lockId,
-      captureId,
-      instance: INSTANCE,
-      ...currentProcess(),
-      createdAt: clock.now().getTime(),
-    };
-    const file = path.join(this.dir, name);
-    // Registered first: from the instant the file exists, this process counts it as live.
-    registered.add(lockId);
-    let holding: { ino: number } | null = null;
-    try {
-      for (let attempt = 0; !holding; attempt += 1) {
-        try {
-          holding = await fs.createExclusive(file, JSON.stringify(record));
-        } catch (error) {
-          if (errnoCode(error) === "EEXIST") return null;
-          // The directory is created on first use and removed when empty, possibly just now.
-          if (errnoCode(error) !== "ENOENT" || attempt === 3) throw error;
-          await this.ensureDirectory();
-        }
-      }
+    },
+    abandon: async () => {
+      if (done) return;
+      registered.delete(taken.lockId); // the record itself stays in place
       try {
-        // Others must be able to read the record in a shared repository.
-        await adjustSharedPerm(fs, shared, file);
-        await fs.syncDir(this.dir);
-      } catch (error) {
-        // Registered, so nobody here broke it; still, only while it is our inode.
-        await unlinkIfSame(fs, file, holding.ino).catch(() => undefined);
-        holding = null;
-        throw error;
+        await owners.markAbandoned(packName, taken).catch(() => undefined);
+      } finally {
+        finish();
       }
-      return holding;
-    } finally {
-      if (!holding) registered.delete(lockId);
-    }
-  }
-
-  private async ensureDirectory(): Promise<void> {
-    const { fs, shared } = this.options;
-    for (const needed of [path.dirname(this.dir), this.dir]) {
-      // The new directory's own entry, durable too.
-      if (await mkdirShared(fs, shared, needed)) await fs.syncDir(path.dirname(needed));
-    }
-  }
-}
-
-function parseRecord(text: string): OwnerRecord | null {
-  try {
-    const parsed = JSON.parse(text) as Partial<OwnerRecord>;
-    if (
-      typeof parsed.lockId !== "string" ||
-      typeof parsed.pid !== "number" ||
-      typeof parsed.createdAt !== "number"
-    ) {
-      return null;
-    }
-    return {
-      lockId: parsed.lockId,
-      captureId: String(parsed.captureId ?? ""),
-      instance: String(parsed.instance ?? ""),
-      host: String(parsed.host ?? ""),
-      bootId: String(parsed.bootId ?? ""),
-      pidNs: String(parsed.pidNs ?? ""),
-      pid: parsed.pid,
-      pidStart: String(parsed.pidStart ?? ""),
-      createdAt: parsed.createdAt,
-      ...(parsed.abandoned === true ? { abandoned: true as const } : {}),
-    };
-  } catch {
-    return null;
-  }
-}
-
-/** `pack-<hash>` of a record name or a break lock name (`pack-<hash>.break-<lockId>`). */
-export function packOf(name: string): string {
-  const dot = name.indexOf(".");
-  return dot === -1 ? name : name.slice(0, dot);
-}
-
-/**
- * Unlinks `file` if it still is inode `ino` (ENOENT ignored). Between the check and the
- * unlink the name could still change hands; the check only narrows that to microseconds.
- */
-async function unlinkIfSame(fs: PublishFs, file: string, ino: number): Promise<void> {
-  if ((await fs.lstat(file))?.ino !== ino) return;
-  await fs.unlink(file).catch(ignoreErrno("ENOENT"));
+    },
+  };
 }
