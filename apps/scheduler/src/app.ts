@@ -31,6 +31,22 @@ export const API_VERSION = "1.0.0";
 /** Largest accepted request body: 1,000 events of a few hundred bytes each. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
+export interface RegisteredRoute {
+  method: string;
+  url: string;
+}
+
+const routeTables = new WeakMap<FastifyInstance, RegisteredRoute[]>();
+
+/**
+ * Every route the app serves, as Fastify registered it (the API's, the dashboard's, the
+ * HEAD routes Fastify adds), complete once the app is ready: the auth test walks this table,
+ * so a route added without authentication fails it.
+ */
+export function registeredRoutes(app: FastifyInstance): RegisteredRoute[] {
+  return [...(routeTables.get(app) ?? [])];
+}
+
 export interface AppOptions {
   token: string;
   deps: ApiDeps;
@@ -50,6 +66,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       const mapped = new ReclaimError("RECLAIM_ERR_VALIDATION", { message: error.message });
       void (reply as unknown as FastifyReply).code(mapped.status).send(mapped.toBody());
     },
+  });
+  const table: RegisteredRoute[] = [];
+  routeTables.set(app, table);
+  app.addHook("onRoute", (route) => {
+    for (const method of [route.method].flat()) table.push({ method, url: route.url });
   });
   installErrorHandling(app, deps.log);
   // JSON only: any other body type is a 415, not a string for the validators to puzzle over.

@@ -152,7 +152,8 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
       if (callbacks && service.callbackUrl) {
         const target = {
           url: service.callbackUrl,
-          secret: service.callbackSecret ?? env.RECLAIM_API_TOKEN ?? "",
+          // readServiceConfig refused a callback URL without its own secret.
+          secret: service.callbackSecret!,
         };
         workers.push(callbacks.deliverer(target, connection(), log));
       }

@@ -4,6 +4,7 @@
  */
 import { homedir } from "node:os";
 import path from "node:path";
+import { ConfigError } from "../errors";
 import {
   integerOption,
   optionalStringOption,
@@ -66,7 +67,7 @@ export const serviceOptions = {
   callbackSecret: secretOption(
     optionalStringOption(
       "RECLAIM_CALLBACK_SECRET",
-      "HMAC-SHA256 key for the X-Reclaim-Signature header of report callbacks (defaults to RECLAIM_API_TOKEN)",
+      "HMAC-SHA256 key for the X-Reclaim-Signature header of report callbacks and restore-point expiry hooks; required with either URL, and never the API token",
     ),
   ),
   logLevel: stringOption("RECLAIM_LOG_LEVEL", "info", "debug, info, warn or error", (value) =>
@@ -118,7 +119,25 @@ export type SchedulerConfig = OptionValues<typeof schedulerOptions>;
 export type WorkerConfig = OptionValues<typeof workerOptions>;
 
 export function readServiceConfig(env: Env = process.env): ServiceConfig {
-  return readOptions(serviceOptions, env);
+  const values = readOptions(serviceOptions, env);
+  if (values.callbackUrl !== undefined) signingSecret(env, serviceOptions.callbackUrl.env);
+  return values;
+}
+
+/**
+ * The HMAC key for a webhook configured by `urlVariable` (report callbacks, restore-point
+ * expiry hooks). A receiver holds this key, so it must be one of its own: with the URL set,
+ * RECLAIM_CALLBACK_SECRET is required and may not be the API token (a receiver holding that
+ * could call the whole API).
+ */
+export function signingSecret(env: Env, urlVariable: string): string {
+  const variable = serviceOptions.callbackSecret.env;
+  const secret = serviceOptions.callbackSecret.read(env);
+  if (secret === undefined)
+    throw new ConfigError(variable, `is required when ${urlVariable} is set (it signs what is sent there)`);
+  if (secret === env.RECLAIM_API_TOKEN?.trim())
+    throw new ConfigError(variable, "must differ from RECLAIM_API_TOKEN: webhook receivers hold it");
+  return secret;
 }
 
 export function readSchedulerConfig(env: Env = process.env): SchedulerConfig {

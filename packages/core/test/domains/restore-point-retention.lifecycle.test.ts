@@ -10,7 +10,7 @@ import path from "node:path";
 import pg from "pg";
 import { createLogger, type BatchReport } from "@reclaim/core";
 import { createLocalDiskProvider, type StorageProvider } from "@reclaim/shared";
-import { startStack, TEST_TOKEN, waitFor, type Stack } from "@reclaim/testkit";
+import { startStack, waitFor, type Stack } from "@reclaim/testkit";
 import {
   closeIssue,
   DAY_MS,
@@ -41,14 +41,14 @@ describe("start-up", () => {
   });
 
   it("reviews what is due, and runs the expiry hook a restart interrupted", async () => {
-    hook = await startHookServer(TEST_TOKEN);
+    hook = await startHookServer();
     const company = randomUUID();
     let due = "";
     let interrupted = "";
     let later = "";
     const laterAt = new Date(Date.now() + 3 * DAY_MS);
     stack = await startStack({
-      env: { RECLAIM_RESTORE_POINT_EXPIRY_HOOK_URL: hook.url },
+      env: { ...hook.env },
       seed: async (ctx) => {
         const [root] = await insertChain(ctx, company, 2, "done", ago(10 * DAY_MS));
         // Marked by the trigger while no scheduler listened.

@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { readConfigOf } from "@reclaim/core";
 import { createLocalDiskProvider, type StorageProvider } from "@reclaim/shared";
-import { startStack, TEST_TOKEN, type Stack } from "@reclaim/testkit";
+import { startStack, type Stack } from "@reclaim/testkit";
 import {
   closeIssue,
   DAY_MS,
@@ -30,9 +30,9 @@ let stack: Stack;
 let storage: StorageProvider;
 let hook: HookServer;
 beforeAll(async () => {
-  hook = await startHookServer(TEST_TOKEN);
+  hook = await startHookServer();
   stack = await startStack({
-    env: { RECLAIM_RESTORE_POINT_EXPIRY_HOOK_URL: hook.url, RECLAIM_RESTORE_POINT_SETTLE_MS: "600000" },
+    env: { ...hook.env, RECLAIM_RESTORE_POINT_SETTLE_MS: "600000" },
   });
   storage = createLocalDiskProvider({ baseDir: path.join(stack.instanceRoot, "data", "storage") });
 });

@@ -19,7 +19,6 @@ import {
 import {
   createTestBucket,
   startStack,
-  TEST_TOKEN,
   waitFor,
   type Stack,
   type TestBucket,
@@ -178,11 +177,11 @@ describe("an S3 outage that recovers", () => {
   beforeAll(async () => {
     const b = await testBucket();
     proxy = await startTcpProxy(b.server.endpoint);
-    hook = await startHookServer(TEST_TOKEN);
+    hook = await startHookServer();
     stack = await startStack({
       env: {
         ...s3Env(b, proxy.endpoint),
-        RECLAIM_RESTORE_POINT_EXPIRY_HOOK_URL: hook.url,
+        ...hook.env,
         RECLAIM_RESTORE_POINT_SETTLE_MS: "600000",
       },
     });

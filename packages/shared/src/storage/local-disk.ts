@@ -3,7 +3,7 @@ import { constants } from "node:fs";
 import { lstat, open, realpath, rename, unlink } from "node:fs/promises";
 import path from "node:path";
 import type { Readable } from "node:stream";
-import { fsyncDir, mkdirDurable, type FsyncObserver } from "../durable-dirs";
+import { dirsBelow, fsyncDir, mkdirDurable, type FsyncObserver } from "../durable-dirs";
 import { errnoCode, ReclaimError, StorageError } from "../errors";
 import { PIPELINE_HIGH_WATER_MARK } from "../stream-buffering";
 import { rangePastEnd, validateRange } from "./byte-range";
@@ -52,8 +52,17 @@ export function createLocalDiskProvider(options: LocalDiskOptions): StorageProvi
       throw new StorageError("RECLAIM_ERR_STORAGE_KEY_INVALID", `${key.path} resolves outside ${baseDir}`);
     }
     const dir = path.dirname(target);
-    if (create) await mkdirDurable(dir, 0o700, hooks.onFsync);
-    // A symbolic link planted inside the tree must not redirect writes or reads elsewhere.
+    // Checked before anything is created: a symbolic link planted at any level below the base
+    // must not redirect writes or reads elsewhere, nor get a directory made beyond it.
+    if (create) await mkdirDurable(baseDir, 0o700, hooks.onFsync);
+    const below = await dirsBelow(baseDir, dir, { create, mode: 0o700, observe: hooks.onFsync });
+    if (below.status === "symlink" || (create && below.status === "not_a_directory")) {
+      throw new StorageError(
+        "RECLAIM_ERR_STORAGE_KEY_INVALID",
+        `${key.path} leads through ${below.status === "symlink" ? "a link" : "a non-directory"} at ${path.relative(baseDir, below.at)}`,
+      );
+    }
+    // Belt and braces against a swap during the walk: the directory must still resolve inside.
     const realDir = await realpath(dir).catch((error: unknown) => {
       if (errnoCode(error) === "ENOENT") return dir;
       throw error;

@@ -2,7 +2,7 @@
  * Which ownership records are dead (process-identity.ts, pack-ownership.ts): a record is
  * judged by the kernel (boot id) and PID namespace its process ran in, never by hostname.
  * Crafted records for each rule, and real second processes in another PID namespace and
- * under another hostname (`unshare`) where this machine allows it.
+ * under another hostname (`unshare`; they fail, never skip, where it cannot run).
  */
 import path from "node:path";
 import { realPublishFs, type PublishFs } from "../../src";
@@ -10,10 +10,10 @@ import { bootStartMs, currentProcess } from "../../src/quarantine/process-identi
 import { capture } from "./capture";
 import { cleanup, errnoError, fsckStrict, repoWithLargeFile } from "./git-fixture";
 import {
-  canUnshare,
   expectBroken,
   expectBusy,
   pidOfExitedProcess,
+  requireUnshare,
   smallCapture,
   waitingClock,
 } from "./ownership-fixture";
@@ -139,48 +139,42 @@ const OTHER_HOSTNAME = [
 ];
 
 describe("real second processes (unshare)", () => {
-  const itUnshared = canUnshare ? it : it.skip;
+  beforeAll(requireUnshare);
 
-  itUnshared(
-    "never breaks the record of a live capture in another PID namespace of the same hostname: waits",
-    async () => {
-      const repo = await repoWithLargeFile(63);
-      const other = startPublisher(
-        repo,
-        { ref: "refs/reclaim/other", at: "idx", action: "await-line" },
-        OTHER_PID_NAMESPACE,
-      );
-      const pack = path.basename((await other.line("at ")).slice("at ".length), ".idx");
-      const theirs = await readRecord(repo, pack);
-      const me = currentProcess();
-      expect([theirs.host, theirs.bootId]).toEqual([me.host, me.bootId]);
-      expect(theirs.pidNs).not.toBe(me.pidNs);
-      const { clock, timer } = waitingClock();
-      const error = await rejectionOf(capture(repo, { clock, timer, packBusyTimeoutMs: 1_000 }));
-      expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PACK_BUSY");
-      expect((await readRecord(repo, pack)).lockId).toBe(theirs.lockId);
-      other.send("go");
-      expect(await other.exited).toBe(0);
-      const commit = (await other.line("commit ")).slice("commit ".length);
-      expect((await repo.git(["rev-parse", "refs/reclaim/other"])).trim()).toBe(commit);
-      expect(await ownerEntries(repo)).toBeNull();
-      await fsckStrict(repo);
-    },
-  );
+  it("never breaks the record of a live capture in another PID namespace of the same hostname: waits", async () => {
+    const repo = await repoWithLargeFile(63);
+    const other = startPublisher(
+      repo,
+      { ref: "refs/reclaim/other", at: "idx", action: "await-line" },
+      OTHER_PID_NAMESPACE,
+    );
+    const pack = path.basename((await other.line("at ")).slice("at ".length), ".idx");
+    const theirs = await readRecord(repo, pack);
+    const me = currentProcess();
+    expect([theirs.host, theirs.bootId]).toEqual([me.host, me.bootId]);
+    expect(theirs.pidNs).not.toBe(me.pidNs);
+    const { clock, timer } = waitingClock();
+    const error = await rejectionOf(capture(repo, { clock, timer, packBusyTimeoutMs: 1_000 }));
+    expect(error.code).toBe("RECLAIM_ERR_QUARANTINE_PACK_BUSY");
+    expect((await readRecord(repo, pack)).lockId).toBe(theirs.lockId);
+    other.send("go");
+    expect(await other.exited).toBe(0);
+    const commit = (await other.line("commit ")).slice("commit ".length);
+    expect((await repo.git(["rev-parse", "refs/reclaim/other"])).trim()).toBe(commit);
+    expect(await ownerEntries(repo)).toBeNull();
+    await fsckStrict(repo);
+  });
 
-  itUnshared(
-    "recovers at once the pack of a capture killed in this PID namespace under another hostname (pid: host)",
-    async () => {
-      const repo = await repoWithLargeFile(64);
-      const killed = startPublisher(repo, { at: "idx", action: "kill" }, OTHER_HOSTNAME);
-      const pack = path.basename((await killed.line("at ")).slice("at ".length), ".idx");
-      expect(await killed.exited).toBe("SIGKILL");
-      const record = await readRecord(repo, pack);
-      expect([record.host, record.pid]).toEqual(["reclaim-other-host", killed.pid]);
-      const { published } = await smallCapture(repo, "anything\n");
-      expect(published.recoveredPacks).toEqual([pack]);
-      expect(await ownerEntries(repo)).toBeNull();
-      await fsckStrict(repo);
-    },
-  );
+  it("recovers at once the pack of a capture killed in this PID namespace under another hostname (pid: host)", async () => {
+    const repo = await repoWithLargeFile(64);
+    const killed = startPublisher(repo, { at: "idx", action: "kill" }, OTHER_HOSTNAME);
+    const pack = path.basename((await killed.line("at ")).slice("at ".length), ".idx");
+    expect(await killed.exited).toBe("SIGKILL");
+    const record = await readRecord(repo, pack);
+    expect([record.host, record.pid]).toEqual(["reclaim-other-host", killed.pid]);
+    const { published } = await smallCapture(repo, "anything\n");
+    expect(published.recoveredPacks).toEqual([pack]);
+    expect(await ownerEntries(repo)).toBeNull();
+    await fsckStrict(repo);
+  });
 });

@@ -103,12 +103,18 @@ export function smallCapture(repo: Repo, content: string, fs?: PublishFs) {
 }
 
 /**
- * Whether this machine lets the tests start a process in new PID and UTS namespaces
- * (`unshare`, as root); the tests that need a real second namespace are skipped otherwise.
+ * The tests that need a real second PID or UTS namespace start one with `unshare` (util-linux,
+ * as root). Where it cannot, they fail saying so: skipped, they would pass without checking.
  */
-export const canUnshare =
-  spawnSync("unshare", ["--pid", "--fork", "--mount-proc", "--uts", "true"], { stdio: "ignore" }).status ===
-  0;
+export function requireUnshare(): void {
+  const probe = spawnSync("unshare", ["--pid", "--fork", "--mount-proc", "--uts", "true"], {
+    encoding: "utf8",
+  });
+  if (probe.status !== 0)
+    throw new Error(
+      `these tests need \`unshare --pid --uts\` (util-linux, run as root): ${probe.error?.message ?? probe.stderr.trim()}`,
+    );
+}
 
 type Holder = Partial<OwnerRecord> & { pid: number };
 

@@ -59,6 +59,40 @@ describe("local_disk layout", () => {
     expect(error.code).toBe("RECLAIM_ERR_STORAGE_KEY_INVALID");
     expect(await readdir(outside)).toEqual([]);
   });
+  it("refuses a nested key through a planted link before creating anything beyond it", async () => {
+    const base = path.join(root, "nested-links");
+    const outside = path.join(root, "nested-outside");
+    await mkdir(outside, { recursive: true });
+    const company = randomUUID();
+    await mkdir(path.join(base, "companies", company), { recursive: true });
+    await symlink(outside, path.join(base, "companies", company, "escape"));
+    const storage = createLocalDiskProvider({ baseDir: base });
+    const error = await rejection(
+      storage.put(StorageKey.of(company, "escape/a/b/file"), Readable.from([Buffer.from("x")]), 1),
+    );
+    expect(error.code).toBe("RECLAIM_ERR_STORAGE_KEY_INVALID");
+    // Not even the first level under the link (`a`) was made on the far side of it.
+    expect(await readdir(outside)).toEqual([]);
+    for (const read of [
+      () => storage.get(StorageKey.of(company, "escape/a/b/file")),
+      () => storage.head(StorageKey.of(company, "escape/a/b/file")),
+    ])
+      expect((await rejection(read())).code).toBe("RECLAIM_ERR_STORAGE_KEY_INVALID");
+  });
+
+  it("refuses a link planted at the companies level, whatever the key", async () => {
+    const base = path.join(root, "top-link");
+    const outside = path.join(root, "top-outside");
+    await mkdir(outside, { recursive: true });
+    await mkdir(base, { recursive: true });
+    await symlink(outside, path.join(base, "companies"));
+    const storage = createLocalDiskProvider({ baseDir: base });
+    const error = await rejection(
+      storage.put(StorageKey.of(randomUUID(), "a/file"), Readable.from([Buffer.from("x")]), 1),
+    );
+    expect(error.code).toBe("RECLAIM_ERR_STORAGE_KEY_INVALID");
+    expect(await readdir(outside)).toEqual([]);
+  });
 });
 
 describe("local_disk durability and verification", () => {

@@ -14,7 +14,7 @@ import {
   urlValidator,
   type Env,
 } from "../../config";
-import { serviceOptions } from "../../config/service";
+import { serviceOptions, signingSecret } from "../../config/service";
 import { ConfigError } from "../../errors";
 import type { DomainControls } from "../types";
 
@@ -50,7 +50,7 @@ export const options = {
 
 export interface ExpiryHook {
   url: string;
-  /** HMAC key of the X-Reclaim-Signature header (RECLAIM_CALLBACK_SECRET, else the API token). */
+  /** HMAC key of the X-Reclaim-Signature header (RECLAIM_CALLBACK_SECRET, never the API token). */
   secret: string;
 }
 
@@ -66,13 +66,7 @@ export function readConfig(env: Env): RestorePointRetentionConfig {
   const values = readOptions(options, env);
   let expiryHook: ExpiryHook | null = null;
   if (values.expiryHookUrl !== undefined) {
-    const secret = serviceOptions.callbackSecret.read(env) ?? env.RECLAIM_API_TOKEN?.trim();
-    if (!secret) {
-      throw new ConfigError(
-        options.expiryHookUrl.env,
-        "needs RECLAIM_CALLBACK_SECRET (or RECLAIM_API_TOKEN) to sign the hook",
-      );
-    }
+    const secret = signingSecret(env, options.expiryHookUrl.env);
     expiryHook = { url: values.expiryHookUrl, secret };
   }
   return {
