@@ -47,17 +47,34 @@ export function registeredRoutes(app: FastifyInstance): RegisteredRoute[] {
   return [...(routeTables.get(app) ?? [])];
 }
 
+/** How long a client may take (RECLAIM_HTTP_*_TIMEOUT_MS): a stalled request is closed, not kept. */
+export interface HttpTimeouts {
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  /** Silence on the socket, also while a request is handled; 0 for none. */
+  connectionTimeoutMs: number;
+}
+
 export interface AppOptions {
   token: string;
   deps: ApiDeps;
+  timeouts: HttpTimeouts;
   /** Serve /admin/queues (bull-board). */
   dashboard?: boolean;
 }
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
-  const { deps } = options;
+  const { deps, timeouts } = options;
   const app = Fastify({
     logger: false,
+    requestTimeout: timeouts.requestTimeoutMs,
+    connectionTimeout: timeouts.connectionTimeoutMs,
+    http: {
+      headersTimeout: timeouts.headersTimeoutMs,
+      // Node enforces both timeouts on this tick (30 s by default, which would let a stalled
+      // request outlive a short timeout by that much).
+      connectionsCheckingInterval: Math.min(1000, Math.ceil(timeouts.headersTimeoutMs / 4)),
+    },
     bodyLimit: BODY_LIMIT_BYTES,
     return503OnClosing: true,
     routerOptions: { maxParamLength: 300 },

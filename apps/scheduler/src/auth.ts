@@ -1,6 +1,6 @@
 /**
  * Every route except /healthz and /readyz needs the API token: `Authorization: Bearer
- * <RECLAIM_API_TOKEN>`. Browsers opening the dashboard can use Basic auth instead (any user
+ * <RECLAIM_API_TOKEN>` and nothing after it. Browsers opening the dashboard can use Basic auth instead (any user
  * name, the token as password); its 401 asks for it. Tokens are compared in constant time
  * over their SHA-256 digests, so neither content nor length leaks through timing.
  */
@@ -11,12 +11,15 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 const PUBLIC_PATHS = new Set(["/healthz", "/readyz"]);
 const digest = (value: string) => createHash("sha256").update(value).digest();
 
+/** `<scheme> <credentials>` (RFC 9110 §11.4): one credentials value, nothing after it. */
+const CREDENTIALS = /^([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*) +(\S+) *$/;
+
 function presentedToken(header: string | undefined): string | null {
-  if (!header) return null;
-  const [scheme, value] = header.split(" ", 2);
-  if (!value) return null;
-  if (scheme?.toLowerCase() === "bearer") return value.trim();
-  if (scheme?.toLowerCase() === "basic") {
+  const match = header ? CREDENTIALS.exec(header) : null;
+  if (!match) return null;
+  const [, scheme = "", value = ""] = match;
+  if (scheme.toLowerCase() === "bearer") return value;
+  if (scheme.toLowerCase() === "basic") {
     const decoded = Buffer.from(value, "base64").toString("utf8");
     const colon = decoded.indexOf(":");
     return colon >= 0 ? decoded.slice(colon + 1) : null;

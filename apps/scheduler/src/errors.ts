@@ -4,7 +4,7 @@
  * large) are mapped to catalog codes here, by their codes; anything unexpected is a 500
  * whose details go to the log, not to the caller.
  */
-import { ReclaimError, type Logger } from "@reclaim/core";
+import { echo, ReclaimError, type Logger } from "@reclaim/core";
 import type { FastifyError, FastifyInstance } from "fastify";
 
 function fromFastify(error: FastifyError): ReclaimError | null {
@@ -38,7 +38,7 @@ export function installErrorHandling(app: FastifyInstance, log: Logger): void {
   });
   app.setNotFoundHandler((request, reply) => {
     const missing = new ReclaimError("RECLAIM_ERR_NOT_FOUND", {
-      message: `No route ${request.method} ${request.url.split("?")[0]}`,
+      message: `No route ${request.method} ${echo(request.url.split("?")[0]!)}`,
     });
     void reply.status(missing.status).send(missing.toBody());
   });

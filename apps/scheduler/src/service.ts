@@ -79,7 +79,7 @@ export async function createScheduler(options: SchedulerOptions = {}): Promise<S
     queuePrefix: service.queuePrefix,
     env,
   };
-  const app = await buildApp({ token: scheduler.apiToken, deps });
+  const app = await buildApp({ token: scheduler.apiToken, deps, timeouts: scheduler });
 
   let stopped = false;
   const startupDuties = async () => {

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { Worker } from "bullmq";
-import { DOMAIN_IDS, insertReport } from "@reclaim/core";
+import { DOMAIN_IDS, insertReport, readSchedulerConfig } from "@reclaim/core";
 import { startStack, TEST_TOKEN, type Stack } from "@reclaim/testkit";
 import { buildApp, registeredRoutes } from "../src/app";
 import { tokenMatches } from "../src/auth";
@@ -274,6 +274,7 @@ describe("validation", () => {
     const app = await buildApp({
       token: TEST_TOKEN,
       deps: { ...stack.scheduler.deps, domains },
+      timeouts: readSchedulerConfig({ RECLAIM_API_TOKEN: TEST_TOKEN }),
       dashboard: false,
     });
     try {

@@ -6,6 +6,7 @@ export * from "./errors";
 export * from "./events";
 export * from "./faults";
 export * from "./fs";
+export * from "./input";
 export * from "./jobs";
 export * from "./ledger";
 export * from "./logging";

@@ -1,7 +1,8 @@
 /**
  * POST /v1/events: changes from the Paperclip server. Each event goes to every enabled
  * domain that subscribes to its type; what they make due is recorded in the ledger and
- * scheduled. The whole batch is validated before anything is recorded.
+ * scheduled. The whole batch is validated before anything is recorded, and recorded in one
+ * transaction.
  */
 import {
   eventsBodySchema,
@@ -27,19 +28,22 @@ export const eventsRoute = route({
   },
   async handle({ body }, deps) {
     const now = deps.clock.now();
-    const requests: DeadlineRequest[] = [];
-    for (const event of body.events) {
-      for (const [id, domain] of deps.domains) {
-        const config = deps.configs.get(id as DomainId)!;
-        const handler = domain.events?.[event.type] as Handler | undefined;
-        if (!config.enabled || !handler) continue;
-        requests.push(
-          ...(await handler(event, { db: deps.db, clock: deps.clock, now, config, log: deps.log })),
-        );
+    // One transaction: what the handlers store and the deadlines they make due are recorded
+    // together or not at all.
+    const { requests, keys } = await deps.db.$transaction(async (tx) => {
+      const requests: DeadlineRequest[] = [];
+      for (const event of body.events) {
+        for (const [id, domain] of deps.domains) {
+          const config = deps.configs.get(id as DomainId)!;
+          const handler = domain.events?.[event.type] as Handler | undefined;
+          if (!config.enabled || !handler) continue;
+          requests.push(...(await handler(event, { db: tx, clock: deps.clock, now, config, log: deps.log })));
+        }
       }
-    }
-    // Durable once in the ledger; the jobs follow in the background (see requestSoon).
-    await deps.queues.requestSoon(requests, (error) => deps.log.warn("scheduling deferred", { error }));
+      return { requests, keys: await deps.queues.record(requests, tx) };
+    });
+    // Durable once committed; the jobs follow in the background (see requestSoon).
+    void deps.queues.syncManySoon(keys, (error) => deps.log.warn("scheduling deferred", { error }));
     return { status: 202, body: { accepted: body.events.length, deadlines: requests.length } };
   },
 });

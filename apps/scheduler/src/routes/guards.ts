@@ -1,5 +1,6 @@
 /** Lookups shared by routes, each failing with the right code and the field named. */
 import {
+  echo,
   isDomainId,
   parseJobId,
   ReclaimError,
@@ -13,14 +14,14 @@ import type { ApiDeps } from "../deps";
 export function implementedDomain(deps: ApiDeps, id: string, field = "domain"): AnyDomain {
   if (!isDomainId(id)) {
     throw new ReclaimError("RECLAIM_ERR_UNKNOWN_DOMAIN", {
-      message: `${field}: no retention domain "${id}"`,
+      message: `${field}: no retention domain ${echo(id)}`,
       field,
     });
   }
   const domain = deps.domains.get(id);
   if (!domain) {
     throw new ReclaimError("RECLAIM_ERR_DOMAIN_NOT_IMPLEMENTED", {
-      message: `${field}: "${id}" is not implemented yet`,
+      message: `${field}: ${echo(id)} is not implemented yet`,
       field,
     });
   }
@@ -37,7 +38,7 @@ export function enabledDomain(
   const config = deps.configs.get(domain.id as DomainId)!;
   if (!config.enabled) {
     throw new ReclaimError("RECLAIM_ERR_DOMAIN_DISABLED", {
-      message: `${field}: "${id}" is disabled by its ENABLED control`,
+      message: `${field}: ${echo(id)} is disabled by its ENABLED control`,
       field,
     });
   }

@@ -3,7 +3,7 @@
  * deadline jobs leave the queue at once; their reports stay in PostgreSQL, so the answer
  * comes from there.
  */
-import { latestReportOfJob, ReclaimError } from "@reclaim/core";
+import { echo, latestReportOfJob, ReclaimError, storableString } from "@reclaim/core";
 import { z } from "zod";
 import { domainOfJobId } from "./guards";
 import { errorBody, jobState, report } from "./schemas";
@@ -19,12 +19,15 @@ const STATES: Record<string, z.infer<typeof jobState>> = {
   failed: "failed",
 };
 
-export const jobParams = z.object({ jobId: z.string().min(1).max(300) });
+export const jobParams = z.object({ jobId: storableString({ min: 1, max: 300 }) });
 
 export async function jobStatus(deps: import("../deps").ApiDeps, jobId: string) {
   const domain = domainOfJobId(jobId);
   const notFound = () =>
-    new ReclaimError("RECLAIM_ERR_JOB_NOT_FOUND", { message: `jobId: no job "${jobId}"`, field: "jobId" });
+    new ReclaimError("RECLAIM_ERR_JOB_NOT_FOUND", {
+      message: `jobId: no job ${echo(jobId)}`,
+      field: "jobId",
+    });
   if (!domain) throw notFound();
   const job = await deps.queues.queue(domain).getJob(jobId);
   const state = job ? STATES[await job.getState()] : undefined;

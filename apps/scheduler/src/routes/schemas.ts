@@ -1,5 +1,5 @@
 /** Response and shared request schemas: the contract the Paperclip server codes against. */
-import { ERRORS, DOMAIN_IDS, type ErrorCode } from "@reclaim/core";
+import { ERRORS, DOMAIN_IDS, storableString, type ErrorCode } from "@reclaim/core";
 import { z } from "zod";
 
 /** The catalog's codes that the API answers with (those with an HTTP status). */
@@ -15,10 +15,7 @@ export const errorBody = z
   })
   .describe("Every error: a stable code, a message, and the request field at fault when there is one");
 
-export const domainId = z
-  .string()
-  .min(1)
-  .describe(`One of: ${DOMAIN_IDS.join(", ")}`);
+export const domainId = storableString({ min: 1, max: 100 }).describe(`One of: ${DOMAIN_IDS.join(", ")}`);
 
 /** A company id, or `instance` for work that belongs to no company. */
 export const scopeParam = z.union([z.uuid(), z.literal("instance")]);

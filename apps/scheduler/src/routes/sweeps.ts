@@ -3,7 +3,7 @@
  * `dryRun` it is a diagnosis: the report lists every candidate and every skip with its
  * reason, bounded per batch; pass the report's `nextCursor` back as `cursor` to continue.
  */
-import { decodeCursorToken, scopeOf } from "@reclaim/core";
+import { decodeCursorToken, scopeOf, storableString } from "@reclaim/core";
 import { z } from "zod";
 import { enabledDomain } from "./guards";
 import { domainId, errorBody } from "./schemas";
@@ -17,7 +17,7 @@ export const sweepsRoute = route({
     domain: domainId,
     companyId: z.uuid().nullable().optional().describe("Omit or null for the instance scope"),
     dryRun: z.boolean().optional(),
-    cursor: z.string().min(1).optional().describe("A previous report's nextCursor"),
+    cursor: storableString({ min: 1, max: 4096 }).optional().describe("A previous report's nextCursor"),
   }),
   responses: {
     202: z.object({ jobId: z.string() }),

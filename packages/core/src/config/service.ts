@@ -82,12 +82,35 @@ export const schedulerOptions = {
     stringOption(
       "RECLAIM_API_TOKEN",
       undefined,
-      "Bearer token (at least 16 characters) every API call and the dashboard must present; the scheduler refuses to start without it",
-      (value) => (value.length >= 16 ? undefined : "must be at least 16 characters"),
+      "Bearer token (at least 16 characters, no whitespace) every API call and the dashboard must present; the scheduler refuses to start without it",
+      (value) =>
+        value.length < 16
+          ? "must be at least 16 characters"
+          : /\s/.test(value)
+            ? "must not contain whitespace (a bearer header carries one value)"
+            : undefined,
     ),
   ),
   port: integerOption("RECLAIM_PORT", 8080, "HTTP port of the scheduler", { min: 0, max: 65535 }),
   host: stringOption("RECLAIM_HOST", "0.0.0.0", "Address the scheduler listens on"),
+  headersTimeoutMs: integerOption(
+    "RECLAIM_HTTP_HEADERS_TIMEOUT_MS",
+    10_000,
+    "How long a client may take to send a request's headers before its connection is closed",
+    { min: 100, unit: "ms" },
+  ),
+  requestTimeoutMs: integerOption(
+    "RECLAIM_HTTP_REQUEST_TIMEOUT_MS",
+    30_000,
+    "How long a client may take to send a whole request (headers and body, at least the headers timeout) before it is answered 408 and closed",
+    { min: 100, unit: "ms" },
+  ),
+  connectionTimeoutMs: integerOption(
+    "RECLAIM_HTTP_CONNECTION_TIMEOUT_MS",
+    600_000,
+    "How long a connection may stay silent, also while its request is handled, before it is closed (0: no limit)",
+    { min: 0, unit: "ms" },
+  ),
 };
 
 export const workerOptions = {
@@ -141,7 +164,14 @@ export function signingSecret(env: Env, urlVariable: string): string {
 }
 
 export function readSchedulerConfig(env: Env = process.env): SchedulerConfig {
-  return readOptions(schedulerOptions, env);
+  const config = readOptions(schedulerOptions, env);
+  if (config.requestTimeoutMs < config.headersTimeoutMs) {
+    throw new ConfigError(
+      "RECLAIM_HTTP_REQUEST_TIMEOUT_MS",
+      `must be at least RECLAIM_HTTP_HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}; got ${config.requestTimeoutMs})`,
+    );
+  }
+  return config;
 }
 
 export function readWorkerConfig(env: Env = process.env): WorkerConfig {

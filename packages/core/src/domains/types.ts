@@ -89,7 +89,8 @@ export interface JobContext<C extends DomainControls = DomainControls> {
 }
 
 export interface EventContext<C extends DomainControls = DomainControls> {
-  readonly db: Db;
+  /** For events, the transaction the whole batch is recorded in (all or nothing). */
+  readonly db: Db | Tx;
   readonly clock: Clock;
   readonly now: Date;
   readonly config: C;

@@ -5,6 +5,16 @@
  * recorded.
  */
 import { z } from "zod";
+import { DAY_MS } from "../clock";
+import { storableString, timestamp } from "../input";
+
+/**
+ * The longest evidence window (PAPERCLIP_NATIVE_RUNNER_EVIDENCE_RETENTION_DAYS) a domain adds
+ * to `writtenAt`: the schema accepts only instants that stay storable after it.
+ */
+export const MAX_EVIDENCE_DAYS = 36_500;
+/** Statuses are Paperclip's short identifiers. */
+const status = storableString({ min: 1, max: 100 });
 
 const uuid = z.uuid();
 const companyId = uuid.describe("The company the change belongs to");
@@ -37,7 +47,7 @@ export const eventSchemas = {
       companyId,
       runId: uuid,
       status: z.enum(RUN_STATUSES),
-      finishedAt: z.iso.datetime({ offset: true }).optional(),
+      finishedAt: timestamp().optional(),
     })
     .describe("A heartbeat run changed status (for example it finished)"),
   "issue.changed": z
@@ -45,8 +55,8 @@ export const eventSchemas = {
       type: z.literal("issue.changed"),
       companyId,
       issueId: uuid,
-      status: z.string().min(1).optional(),
-      previousStatus: z.string().min(1).optional(),
+      status: status.optional(),
+      previousStatus: status.optional(),
       parentId: uuid.nullable().optional(),
       previousParentId: uuid.nullable().optional(),
     })
@@ -59,7 +69,7 @@ export const eventSchemas = {
       type: z.literal("workspace.changed"),
       companyId,
       workspaceId: uuid,
-      status: z.string().min(1).optional(),
+      status: status.optional(),
     })
     .describe("An execution workspace changed (archived, reopened, ...)"),
   "company.deleted": z
@@ -74,11 +84,9 @@ export const eventSchemas = {
         .array(
           z
             .object({
-              id: z
-                .string()
-                .min(1)
-                .max(512)
-                .describe("The session scope: its directory name under durable-sessions/"),
+              id: storableString({ min: 1, max: 512 }).describe(
+                "The session scope: its directory name under durable-sessions/",
+              ),
               state: z
                 .enum(NATIVE_SESSION_LIVE_STATES)
                 .optional()
@@ -95,7 +103,7 @@ export const eventSchemas = {
         )
         // Fits the API's 1 MiB body limit with room to spare.
         .max(10_000),
-      reportedAt: z.iso.datetime({ offset: true }).describe("When the server took this snapshot"),
+      reportedAt: timestamp().describe("When the server took this snapshot"),
     })
     .describe(
       "The full set of native sessions live in the Paperclip server right now (replaces the previous report)",
@@ -105,7 +113,9 @@ export const eventSchemas = {
       type: z.literal("native_sessions.evidence_written"),
       companyId: companyId.optional(),
       kind: z.enum(["continuity_break", "quarantine"]),
-      writtenAt: z.iso.datetime({ offset: true }),
+      writtenAt: timestamp({ addsUpTo: MAX_EVIDENCE_DAYS * DAY_MS }).describe(
+        "When it was written; its evidence window must end by 9999-12-31",
+      ),
     })
     .describe("A native session wrote a continuity-break archive or a quarantine entry"),
 } as const;

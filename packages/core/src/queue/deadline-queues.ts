@@ -15,7 +15,7 @@ import { Queue, QueueEvents, type JobsOptions } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Clock } from "../clock";
 import type { Logger } from "../logging";
-import { lock, LOCK_NAMESPACES, type Db } from "../db";
+import { lock, LOCK_NAMESPACES, type Db, type Tx } from "../db";
 import {
   earliestDue,
   keyOf,
@@ -93,9 +93,13 @@ export class DeadlineQueues {
     return this.syncAll(keys, (key) => this.syncSoon(key, onError));
   }
 
-  private async record(requests: DeadlineRequest[]): Promise<LedgerKey[]> {
+  /**
+   * Records deadlines, in the caller's transaction when given one; returns their ledger keys,
+   * for `syncManySoon` once that transaction committed.
+   */
+  async record(requests: DeadlineRequest[], db: Db | Tx = this.options.db): Promise<LedgerKey[]> {
     if (requests.length === 0) return [];
-    await requestDeadlines(this.options.db, requests, this.options.clock.now());
+    await requestDeadlines(db, requests, this.options.clock.now());
     const keys = new Map<string, LedgerKey>();
     for (const r of requests) keys.set(keyOf(r), { domain: r.domain, scope: r.scope });
     return [...keys.values()];

@@ -3,15 +3,14 @@
  * workspace's restore points, newest first, optionally only some statuses
  * (`?status=active,expiring`); pass `nextCursor` back as `cursor` for the next page.
  */
-import { listRestorePoints, RESTORE_POINT_STATUSES } from "@reclaim/core";
+import { listRestorePoints, RESTORE_POINT_STATUSES, storableString } from "@reclaim/core";
 import { z } from "zod";
 import { errorBody } from "../schemas";
 import { route } from "../route";
 import { restorePointsServed } from "./access";
 import { restorePoint, workspaceParams } from "./schemas";
 
-const statusList = z
-  .string()
+const statusList = storableString({ max: 500 })
   .transform((value) => value.split(",").map((s) => s.trim()))
   .pipe(z.array(z.enum(RESTORE_POINT_STATUSES)).min(1));
 
@@ -23,7 +22,7 @@ export const listRestorePointsRoute = route({
   query: z.object({
     status: statusList.optional().describe("Comma-separated statuses"),
     limit: z.coerce.number().int().min(1).max(500).default(100),
-    cursor: z.string().min(1).max(500).optional(),
+    cursor: storableString({ min: 1, max: 500 }).optional(),
   }),
   responses: {
     200: z.object({ restorePoints: z.array(restorePoint), nextCursor: z.string().nullable() }),

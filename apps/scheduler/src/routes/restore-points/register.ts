@@ -3,7 +3,7 @@
  * Answers 201 with the `pending` row, whose `id` and `storageKey` the capture seals into.
  * A pending row never activated within one hour is treated as abandoned and deleted.
  */
-import { Prisma, registerRestorePoint, RESTORE_POINT_KINDS } from "@reclaim/core";
+import { boundedJson, Prisma, registerRestorePoint, RESTORE_POINT_KINDS, storableString } from "@reclaim/core";
 import { z } from "zod";
 import { errorBody } from "../schemas";
 import { route } from "../route";
@@ -20,8 +20,8 @@ export const registerRestorePointRoute = route({
     sourceIssueId: z.uuid().describe("The issue whose tree decides the restore point's retention"),
     generation: z.number().int().min(0).max(2_147_483_647),
     kind: z.enum(RESTORE_POINT_KINDS),
-    checkoutName: z.string().min(1).max(200).nullable().optional().describe("nested_checkout only"),
-    metadata: z.record(z.string(), z.unknown()).optional(),
+    checkoutName: storableString({ min: 1, max: 200 }).nullable().optional().describe("nested_checkout only"),
+    metadata: boundedJson().optional(),
   }),
   responses: { 201: restorePointBody, 400: errorBody, 501: errorBody },
   async handle({ params, body }, deps) {

@@ -6,6 +6,7 @@
  */
 import { DAY_MS, MINUTE_MS } from "../../clock";
 import { booleanOption, integerOption, readOptions, type Env } from "../../config";
+import { MAX_EVIDENCE_DAYS } from "../../events";
 import type { DomainControls } from "../types";
 
 export const options = {
@@ -29,7 +30,7 @@ export const options = {
     "PAPERCLIP_NATIVE_RUNNER_EVIDENCE_RETENTION_DAYS",
     7,
     "Days continuity-break archives and quarantined session state are kept",
-    { min: 1, unit: "days" },
+    { min: 1, max: MAX_EVIDENCE_DAYS, unit: "days" },
   ),
   livenessMaxAgeSeconds: integerOption(
     "RECLAIM_LIVENESS_MAX_AGE_SECONDS",

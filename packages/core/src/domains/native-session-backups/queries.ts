@@ -49,7 +49,7 @@ export async function readLiveness(
 }
 
 export async function storeLiveness(
-  db: Db,
+  db: Db | Tx,
   sessions: LiveSession[],
   reportedAt: Date,
   receivedAt: Date,

@@ -11,7 +11,7 @@
  *    `delete_requested` by the trigger in the deleting transaction).
  * A company without live restore points gets nothing scheduled.
  */
-import type { Db } from "../../db";
+import type { Db, Tx } from "../../db";
 import type { DeadlineRequest } from "../../ledger";
 import type { EventContext, EventHandlers } from "../types";
 import { LIMITS, type RestorePointRetentionConfig } from "./config";
@@ -36,7 +36,11 @@ export function wakeRequest(
   return { domain: DOMAIN, scope: companyId, reason, dueAt };
 }
 
-async function hasRestorePoints(db: Db, companyId: string, statuses: RestorePointStatus[]): Promise<boolean> {
+async function hasRestorePoints(
+  db: Db | Tx,
+  companyId: string,
+  statuses: RestorePointStatus[],
+): Promise<boolean> {
   const row = await db.executionWorkspaceRestorePoint.findFirst({
     where: { companyId, status: { in: statuses } },
     select: { id: true },

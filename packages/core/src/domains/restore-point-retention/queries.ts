@@ -115,7 +115,7 @@ export async function nextDue(tx: Tx, companyId: string, window: DueWindow): Pro
 }
 
 export async function startupDue(
-  db: Db,
+  db: Db | Tx,
   captureGraceMs: number,
 ): Promise<{ company_id: string; due_at: Date }[]> {
   return db.$queryRawUnsafe(sql("startup-due.sql"), captureGraceMs);
