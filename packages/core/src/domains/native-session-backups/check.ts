@@ -45,17 +45,22 @@ import {
   type EvidenceEntry,
 } from "./evidence";
 import {
+  confirmedRetirements,
+  confirmRetirements,
   deleteTaskSessions,
+  forgetRetirements,
   lockSessionRows,
   readLiveness,
   sessionFacts,
   type SessionInput,
 } from "./queries";
+import { unavailableRules } from "../sources";
 import {
   judgeEvidence,
   judgeSession,
   livenessAt,
   needsRows,
+  SOURCES,
   type Liveness,
   type SessionFacts,
 } from "./rules";
@@ -315,7 +320,9 @@ async function newestCopy(retiring: string[]): Promise<string | null> {
 
 /**
  * What happens to a session's `.retiring-*` and `.expired-*` left by an interrupted batch,
- * each one an entry of the batch (and each deletion a removal):
+ * each one an entry of the batch (and each deletion a removal). A `.retiring-*` whose
+ * expiry committed (confirmed, reclaim_confirmed_retirements) goes on to `.expired-*` and
+ * deletion; only an unconfirmed one is ever restored:
  *   judge       none left, or all done: judge the copy now;
  *   wait        its copy was just restored, or moved by another job: judged by a later batch;
  *   unfinished  the batch is full: the session comes first in the next one.
@@ -323,6 +330,7 @@ async function newestCopy(retiring: string[]): Promise<string | null> {
  */
 async function finishLeftovers(
   batch: Batch,
+  tx: Tx,
   session: SessionSurvey,
 ): Promise<"judge" | "wait" | "unfinished"> {
   const { ctx } = batch;
@@ -337,8 +345,11 @@ async function finishLeftovers(
     batch.examine();
     batch.delete({ rel: leftover(expired), path: expired, companyId, reason: "interrupted_deletion" });
   }
-  let superseded = backups.retiring;
-  const restore = backups.current ? null : await newestCopy(backups.retiring);
+  const confirmed = await finishConfirmed(batch, tx, backups.retiring, leftover, companyId);
+  if (confirmed === "unfinished") return "unfinished";
+  const unconfirmed = backups.retiring.filter((p) => !confirmed.has(p));
+  let superseded = unconfirmed;
+  const restore = backups.current ? null : await newestCopy(unconfirmed);
   if (restore !== null) {
     // Never confirmed, or confirmed but interrupted before `.expired`: the newest copy goes
     // back, the others are superseded by it, and a later batch decides from what is there.
@@ -360,7 +371,7 @@ async function finishLeftovers(
     if (!restored) return "wait";
     await ctx.faults.hit("native-session-backups.after-restore-rename");
     ctx.report.skip(copyRel(session.name), "unconfirmed_copy_restored", { companyId });
-    superseded = backups.retiring.filter((p) => p !== restore);
+    superseded = unconfirmed.filter((p) => p !== restore);
   }
   for (const stale of superseded) {
     // A newer copy exists. Renamed first, so an interrupted delete leaves an `.expired-*`,
@@ -377,11 +388,44 @@ async function finishLeftovers(
   return restore === null ? "judge" : "wait";
 }
 
+/**
+ * The confirmed `.retiring-*` copies of a session (their expiry committed, then the batch
+ * stopped before `.expired`): renamed to `.expired-*` and deleted like any confirmed copy.
+ * Returns the `.retiring-*` paths that were confirmed, or "unfinished" when the batch is full.
+ */
+async function finishConfirmed(
+  batch: Batch,
+  tx: Tx,
+  retiring: string[],
+  leftover: (p: string) => string,
+  companyId: string | null,
+): Promise<Set<string> | "unfinished"> {
+  const { ctx } = batch;
+  const relative = (p: string) => path.relative(batch.applied.root, p);
+  const recorded = await confirmedRetirements(tx, retiring.map(relative));
+  const confirmed = new Set(retiring.filter((p) => recorded.has(relative(p))));
+  for (const copy of confirmed) {
+    if (batch.full) return "unfinished";
+    batch.examine();
+    const id = leftover(copy);
+    const to = await retireOrSkip(ctx, copy, ".expired", id, { companyId });
+    await forgetRetirements(tx, [relative(copy)]);
+    if (to === null) continue;
+    batch.delete({ rel: id, path: to, companyId, reason: "confirmed_copy_interrupted" });
+  }
+  return confirmed;
+}
+
 const sameRuns = (a: string[], b: string[]) => a.length === b.length && a.every((id, i) => id === b[i]);
 
 async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): Promise<number> {
   const { ctx } = batch;
-  const judge = { now: ctx.startedAt, windowMs: ctx.config.windowMs, liveness: prepared.liveness };
+  const judge = {
+    now: ctx.startedAt,
+    windowMs: ctx.config.windowMs,
+    liveness: prepared.liveness,
+    unavailable: await unavailableRules(tx, SOURCES, ctx.config.assumeEmpty),
+  };
   const facts = await sessionFacts(tx, inputs(prepared.sessions.filter((s) => needsRows(s, judge))));
   const tentative: SessionSurvey[] = [];
   let handled = 0;
@@ -389,7 +433,7 @@ async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): Promise
   for (const session of prepared.sessions) {
     if (ctx.signal.aborted || batch.full) break;
     batch.examine();
-    const leftovers = await finishLeftovers(batch, session);
+    const leftovers = await finishLeftovers(batch, tx, session);
     if (leftovers === "unfinished") break;
     const verdict =
       leftovers === "judge" ? judgeSession(session, facts.get(session.name) ?? null, judge) : null;
@@ -477,6 +521,12 @@ async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): Promise
     batch.applied.expiring.push({ rel: id, retiring: item.path, companyId });
     taskSessions.push(...now.task_session_ids);
   }
+  // Committed with the task sessions' deletion, or not at all: a later batch restores only
+  // a `.retiring-*` without this record.
+  await confirmRetirements(
+    tx,
+    batch.applied.expiring.map((e) => ({ path: path.relative(batch.applied.root, e.retiring), companyId: e.companyId })),
+  );
   batch.applied.clearedTaskSessions = (await deleteTaskSessions(tx, taskSessions)).length;
   return handled;
 }
@@ -624,6 +674,7 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
       }
       continue;
     }
+    await forgetRetirements(ctx.db, [path.relative(applied.root, item.retiring)]).catch(() => undefined);
     // Outside any error handling: a crash here leaves `.expired-*` for the next batch.
     await ctx.faults.hit("native-session-backups.after-expired-rename");
     await remove(ctx, { rel: item.rel, path: expired, companyId: item.companyId });

@@ -35,7 +35,8 @@ import {
   type SkillVersionCachesConfig,
 } from "./config";
 import { versionFacts } from "./queries";
-import { judgeVersion } from "./rules";
+import { unavailableRules } from "../sources";
+import { judgeVersion, SOURCES } from "./rules";
 import {
   companyDir,
   lastUseRecordMs,
@@ -175,7 +176,12 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     prepared.versions.length > 0
       ? await startObservation(ctx, company, prepared.observationStartMs)
       : ctx.startedAt.getTime();
-  const judge = { now: ctx.startedAt, graceMs: ctx.config.graceMs, observationStartMs: observationStart };
+  const judge = {
+    now: ctx.startedAt,
+    graceMs: ctx.config.graceMs,
+    observationStartMs: observationStart,
+    unavailable: await unavailableRules(tx, SOURCES, ctx.config.assumeEmpty),
+  };
   const companyId = ctx.companyId;
   let examined = 0;
   let recheckAt: Date | null = null;

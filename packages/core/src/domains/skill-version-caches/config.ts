@@ -4,7 +4,9 @@
  */
 import { MINUTE_MS } from "../../clock";
 import { booleanOption, integerOption, readOptions, type Env } from "../../config";
+import { assumeEmptyOption } from "../sources";
 import type { DomainControls } from "../types";
+import { SOURCES, type SourceRule } from "./rules";
 
 export const options = {
   enabled: booleanOption(
@@ -29,12 +31,14 @@ export const options = {
     "Minutes a non-current version must go unused before its cache is evicted",
     { min: 1, unit: "minutes" },
   ),
+  assumeEmpty: assumeEmptyOption("RECLAIM_SKILL_VERSION_RETENTION_ASSUME_EMPTY", SOURCES),
 };
 
 export interface SkillVersionCachesConfig extends DomainControls {
   keep: number;
   graceMinutes: number;
   graceMs: number;
+  assumeEmpty: readonly SourceRule[];
 }
 
 export function readConfig(env: Env): SkillVersionCachesConfig {

@@ -10,9 +10,21 @@
  *   - it is one of the newest PAPERCLIP_SKILL_VERSION_RETENTION_KEEP versions of its skill;
  *   - it was used (last-use record, or materialized) within the grace window; a version with
  *     no last-use record counts as used when observation of the installation started.
+ * A rule whose table only Reclaim writes on this database (sources/index.ts) cannot see
+ * pins: every version it would decide is kept as `source_unavailable`.
  * Every "keep" carries its reason and, where time alone will change it, when to look again.
  */
+import type { SourceRules } from "../sources";
 import type { VersionSurvey } from "./survey";
+
+/** The rules of this domain that read a table, and the tables each reads. */
+export const SOURCES = {
+  run_pins: ["company_skill_run_pins"],
+  recovery_pins: ["company_skill_recovery_pins"],
+  agent_pins: ["company_skill_agent_pins"],
+} as const satisfies SourceRules<string>;
+
+export type SourceRule = keyof typeof SOURCES;
 
 export interface VersionFacts {
   skill_id: string;
@@ -45,7 +57,8 @@ export type KeepReason =
   | "agent_pin"
   | "newest_kept"
   | "recently_used"
-  | "observation_period";
+  | "observation_period"
+  | "source_unavailable";
 
 export type Verdict =
   | { evict: true; because: "unused" | "no_version_row" }
@@ -56,6 +69,8 @@ export interface Judge {
   graceMs: number;
   /** When observation of this installation started (its marker), or now when it starts. */
   observationStartMs: number;
+  /** Rules whose source tables nothing but Reclaim writes here (none: all visible). */
+  unavailable?: ReadonlySet<SourceRule>;
 }
 
 type Survey = Pick<VersionSurvey, "kind" | "ownMtimeMs" | "lastUseRecordMs">;
@@ -74,6 +89,8 @@ export function judgeVersion(
   if (entry.kind !== "directory") return keep("not_a_directory");
   if (facts?.version_exists && !facts.version_matches) return keep("version_row_mismatch");
   if (facts?.is_current) return keep("current_version");
+  for (const rule of Object.keys(SOURCES) as SourceRule[])
+    if (judge.unavailable?.has(rule)) return keep("source_unavailable");
   if (facts?.active_run_pin) return keep("active_run_pin");
   if (facts?.recovery_pin) return keep("recovery_pin_unsettled");
   if (facts?.agent_pin) return keep("agent_pin");
