@@ -115,6 +115,7 @@ describe("Paperclip's real tables", () => {
       "company_skill_agent_pins",
       "company_skill_recovery_pins",
       "company_skill_run_pins",
+      "company_skill_version_packages",
       "historical_recovery_adoptions",
       "retained_workspace_recoveries",
     ]);

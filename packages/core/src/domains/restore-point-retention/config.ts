@@ -4,7 +4,7 @@
  * Reclaim's own (RECLAIM_ prefix) so they can never collide with a future Paperclip name.
  * Storage follows Paperclip's variables (PAPERCLIP_STORAGE_*, read by @reclaim/shared).
  */
-import { readStorageConfig, ConfigError as SharedConfigError, type StorageConfig } from "@reclaim/shared";
+import type { StorageConfig } from "@reclaim/shared";
 import { DAY_MS, HOUR_MS, MINUTE_MS } from "../../clock";
 import {
   booleanOption,
@@ -16,6 +16,7 @@ import {
 } from "../../config";
 import { serviceOptions } from "../../config/service";
 import { ConfigError } from "../../errors";
+import { readPaperclipStorage } from "../storage";
 import type { DomainControls } from "../types";
 
 export const options = {
@@ -82,18 +83,8 @@ export function readConfig(env: Env): RestorePointRetentionConfig {
     retentionMs: values.days * DAY_MS,
     settleMs: values.settleMs,
     expiryHook,
-    storage: readStorage(env),
+    storage: readPaperclipStorage(env),
   };
-}
-
-/** Paperclip's storage settings, as @reclaim/shared reads them, failing as Reclaim's ConfigError. */
-function readStorage(env: Env): StorageConfig {
-  try {
-    return readStorageConfig(env, { instanceRoot: serviceOptions.instanceRoot.read(env) });
-  } catch (error) {
-    if (error instanceof SharedConfigError) throw new ConfigError(error.variable, error.message);
-    throw error;
-  }
 }
 
 /** Limits from the spec. */

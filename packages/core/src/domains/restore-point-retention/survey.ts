@@ -6,28 +6,16 @@
  */
 import { createHash } from "node:crypto";
 import {
-  createStorageProvider,
   inspectSealHeader,
   MAX_SEAL_HEADER_BYTES,
   readSealHeaderBytes,
   SEAL_HEADER_SUFFIX,
   SealError,
   StorageKey,
-  type StorageConfig,
   type StorageProvider,
 } from "@reclaim/shared";
 
-const providers = new WeakMap<StorageConfig, StorageProvider>();
-
-/** One provider per configuration (a process reads its configuration once). */
-export function storageFor(config: StorageConfig): StorageProvider {
-  let provider = providers.get(config);
-  if (!provider) {
-    provider = createStorageProvider(config);
-    providers.set(config, provider);
-  }
-  return provider;
-}
+export { storageFor } from "../storage";
 
 /** What a sealed key header (`<key>.seal-header`) says, when it can be read. */
 type SealHeaderFacts =

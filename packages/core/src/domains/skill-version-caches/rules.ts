@@ -38,6 +38,13 @@ export interface VersionFacts {
   active_run_pin: boolean;
   recovery_pin: boolean;
   agent_pin: boolean;
+  /** How the version can be rebuilt (company_skill_version_packages); null: nothing recorded. */
+  package_kind: string | null;
+  package_storage_key: string | null;
+  /** Text: a bigint. */
+  package_byte_size: string | null;
+  package_recipe: unknown;
+  package_externally_durable: boolean | null;
 }
 
 export interface CompanyFacts {
@@ -105,4 +112,66 @@ export function judgeVersion(
     return keep(reason, new Date(eligibleAt));
   }
   return { evict: true, because: facts?.version_exists ? "unused" : "no_version_row" };
+}
+
+/**
+ * The spec's first paragraph: a version's cache may be evicted only when the version can be
+ * rebuilt. Checked after every other rule said "evict", for versions with a row (a cache
+ * whose version row is gone can never be resolved again):
+ *   - `storage`: its durable package object exists in the configured storage now, with the
+ *     recorded size (a missing object, another size, or storage that cannot be reached keeps
+ *     the cache);
+ *   - `git_recipe`: its saved recipe names a repository and an exact commit;
+ *   - `authored` / `legacy` (no recipe): only with independent external durability;
+ *   - nothing recorded, or a kind this build does not know: kept.
+ */
+export type RebuildKeepReason =
+  | "rebuild_source_unknown"
+  | "package_missing"
+  | "package_size_mismatch"
+  | "package_key_invalid"
+  | "storage_unavailable"
+  | "recipe_incomplete"
+  | "not_externally_durable";
+
+/** What the configured storage said of a `storage` package, probed just before the decision. */
+export type StorageProbe =
+  | { state: "present"; byteSize: number }
+  | { state: "missing" }
+  | { state: "invalid_key" }
+  | { state: "unavailable" };
+
+type PackageFacts = Pick<
+  VersionFacts,
+  "package_kind" | "package_storage_key" | "package_byte_size" | "package_recipe" | "package_externally_durable"
+>;
+
+const COMMIT = /^([0-9a-f]{40}|[0-9a-f]{64})$/;
+
+/** null when the version can be rebuilt; otherwise why its cache stays. */
+export function judgeRebuild(facts: PackageFacts, probe: StorageProbe | null): RebuildKeepReason | null {
+  switch (facts.package_kind) {
+    case "storage": {
+      if (!facts.package_storage_key || facts.package_byte_size === null) return "rebuild_source_unknown";
+      if (probe === null) return "storage_unavailable";
+      if (probe.state === "unavailable") return "storage_unavailable";
+      if (probe.state === "invalid_key") return "package_key_invalid";
+      if (probe.state === "missing") return "package_missing";
+      return String(probe.byteSize) === facts.package_byte_size ? null : "package_size_mismatch";
+    }
+    case "git_recipe": {
+      const recipe = facts.package_recipe as { repository?: unknown; commit?: unknown } | null;
+      const complete =
+        typeof recipe?.repository === "string" &&
+        recipe.repository.trim() !== "" &&
+        typeof recipe.commit === "string" &&
+        COMMIT.test(recipe.commit);
+      return complete ? null : "recipe_incomplete";
+    }
+    case "authored":
+    case "legacy":
+      return facts.package_externally_durable ? null : "not_externally_durable";
+    default:
+      return "rebuild_source_unknown";
+  }
 }
