@@ -191,6 +191,8 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     }
     ctx.report.candidate(id, bytes, { companyId, reason: final.because });
     if (ctx.dryRun) continue;
+    // Between the decision and the rename: the folder can vanish here (tests only).
+    await ctx.faults.hit("native-workspace-sync.before-rename");
     let to: string;
     try {
       to = await retire(folder.path, ".expired", folder.identity ?? undefined);
