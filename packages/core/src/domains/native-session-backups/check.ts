@@ -351,8 +351,8 @@ async function finishLeftovers(
   let superseded = unconfirmed;
   const restore = backups.current ? null : await newestCopy(unconfirmed);
   if (restore !== null) {
-    // Never confirmed, or confirmed but interrupted before `.expired`: the newest copy goes
-    // back, the others are superseded by it, and a later batch decides from what is there.
+    // Never confirmed (its transaction did not commit): the newest such copy goes back, the
+    // others are superseded by it, and a later batch decides from what is there.
     if (batch.full) return "unfinished";
     batch.examine();
     await ctx.faults.hit("native-session-backups.before-leftover-rename");
