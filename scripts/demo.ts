@@ -104,26 +104,37 @@ async function sampleInstance(root: string): Promise<Sample> {
     const id = randomUUID();
     label.set(id, what);
     await db.query(
-      `INSERT INTO heartbeat_runs (id, company_id, status, started_at, finished_at, context_snapshot)
+      `INSERT INTO heartbeat_runs (id, company_id, status, started_at, finished_at, runner_profile_json)
        VALUES ($1, $2, $3, now() - interval '12 days', $4, $5)`,
       [
         id,
         company,
         status,
         finishedDaysAgo === null ? null : new Date(Date.now() - finishedDaysAgo * DAY),
-        extra ? { nativeWorkspaceSync: { runId: id } } : null,
+        // Paperclip's workspace sync reference (docs/paperclip-tables.md).
+        extra
+          ? {
+              nativeWorkspaceSync: {
+                schema: "paperclip.native-workspace-sync/v1",
+                state: "finalized",
+                leaseId: randomUUID(),
+              },
+            }
+          : null,
       ],
     );
     if (extra === "export") {
+      // A workspace export is Paperclip's recovery action naming the run.
       await db.query(
-        "INSERT INTO native_workspace_exports (company_id, heartbeat_run_id, status) VALUES ($1, $2, 'active')",
-        [company, id],
+        `INSERT INTO issue_recovery_actions (company_id, source_issue_id, status, cause, evidence)
+         VALUES ($1, gen_random_uuid(), 'active', 'native_workspace_sync_out_unsafe_archive', $2)`,
+        [company, { runId: id }],
       );
     }
     if (extra === "committed") {
       await db.query(
-        "INSERT INTO native_run_finalizations (company_id, heartbeat_run_id, status) VALUES ($1, $2, 'committed')",
-        [company, id],
+        "INSERT INTO native_run_finalizations (run_id, company_id, issue_id, phase) VALUES ($1, $2, gen_random_uuid(), 'committed')",
+        [id, company],
       );
     }
     await folder(root, id, ageDays, 4);

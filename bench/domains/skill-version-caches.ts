@@ -44,6 +44,15 @@ async function company(
     }
   }
   await bench.db.companySkillVersion.createMany({ data: rows });
+  // Rebuildable from a saved git recipe, so eviction is what is measured.
+  await bench.db.companySkillVersionPackage.createMany({
+    data: rows.map((r) => ({
+      companyId: id,
+      companySkillVersionId: r.id,
+      kind: "git_recipe",
+      recipe: { repository: "https://example.test/skills.git", commit: "a".repeat(40) },
+    })),
+  });
   // Some pins, so the pin joins have rows to look at.
   const run = await bench.db.heartbeatRun.create({ data: { companyId: id, status: "running" } });
   await bench.db.companySkillRunPin.create({

@@ -29,6 +29,8 @@ export interface StackOptions {
   log?: Logger;
   /** Start the worker service (default true). */
   worker?: boolean;
+  /** A database prepared by the test (migrated), instead of a clone of the template. */
+  database?: TestDatabase;
   /** Runs after the database and instance root exist, before the scheduler starts. */
   seed?: (ctx: { instanceRoot: string; db: Db }) => Promise<void>;
 }
@@ -92,7 +94,7 @@ export function stackEnv(
 }
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
-  const database = await createTestDatabase();
+  const database = options.database ?? (await createTestDatabase());
   const prefix = uniquePrefix();
   const root = await tempDir("reclaim-instance-");
   const env = stackEnv(database, prefix, root.path, options.env);

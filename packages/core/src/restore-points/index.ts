@@ -22,7 +22,7 @@
  */
 export * from "./vocabulary";
 export * from "./view";
-export { storageFor } from "./storage";
+export { storageFor } from "../storage";
 export { readBack, type StoredFacts } from "./read-back";
 export { findRestorePoint } from "./find";
 export { registerRestorePoint, type RegisterInput } from "./register";

@@ -166,17 +166,19 @@ describe("the expiry protocol", () => {
     expect(await taskSessionOf(s)).not.toBeNull();
   });
 
-  it("a crash after commit, before the .expired rename: the next sweep restores the copy, the one after expires it again", async () => {
+  it("a crash after commit, before the .expired rename: the confirmed copy is never restored, the next sweep finishes its expiry", async () => {
     const s = await closedSession(stack);
     at("before-expired-rename", crash);
     const crashed = await sweep(stack, null);
     expect(crashed.error).toMatch(/injected fault/);
     expect(named(await backups(s.scope), ".retiring-")).toHaveLength(1);
     expect(await taskSessionOf(s)).toBeNull();
-    expect(outcomeOf(await sweep(stack, null), copyId(s.scope))).toBe("unconfirmed_copy_restored");
-    expect(await backups(s.scope)).toEqual(["current"]);
-    expect(outcomeOf(await sweep(stack, null), copyId(s.scope))).toBe("removed");
+    const next = await sweep(stack, null);
+    expect(next.entries.map((e) => e.outcome)).not.toContain("unconfirmed_copy_restored");
+    const finished = next.entries.filter((e) => e.id.includes(s.scope));
+    expect(finished.at(-1)).toMatchObject({ outcome: "removed", reason: "confirmed_copy_interrupted" });
     expect(await backups(s.scope)).toEqual([]);
+    expect(await stack.db.reclaimConfirmedRetirement.count({ where: { path: { contains: s.scope } } })).toBe(0);
   });
 
   it("a crash after restoring the newest unconfirmed copy: the next sweep drops the others and judges the restored one", async () => {

@@ -8,6 +8,7 @@ import { mkdir, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createLogger, DAY_MS, TestClock } from "@reclaim/core";
 import { daysAgo, startStack, writeTree, type Stack } from "@reclaim/testkit";
+import { insertFinalization, insertRecoveryAction } from "@reclaim/testkit/src/fixtures/native-workspace-sync";
 import {
   closedSession,
   copyId,
@@ -61,9 +62,7 @@ describe("a copy expires", () => {
 
   it("when its runs' finalizations ended in terminal failure without recovery state", async () => {
     const s = await closedSession(stack);
-    await stack.db.nativeRunFinalization.create({
-      data: { companyId: s.companyId, heartbeatRunId: s.runId, status: "terminal_failure" },
-    });
+    await insertFinalization(stack, { companyId: s.companyId, runId: s.runId, phase: "terminal_failure" });
     expect(outcomeOf(await sweep(stack, null), copyId(s.scope))).toBe("removed");
   });
 
@@ -132,38 +131,26 @@ describe("a copy is kept", () => {
   });
 
   it.each([
-    ["a lease owner", { status: "committed", leaseOwner: "server-1" }],
-    ["a scheduled retry", { status: "committed", scheduledRetryAt: new Date() }],
-    ["status running", { status: "running" }],
-    [
-      "terminal failure with recovery state",
-      { status: "terminal_failure", recoveryState: { step: "retry" } },
-    ],
+    ["a lease owner", { phase: "committed", leaseOwner: "server-1" }],
+    ["a next attempt scheduled", { phase: "committed", nextAttemptAt: new Date() }],
+    ["phase running", { phase: "running" }],
   ])("while a finalization of its runs has %s", async (_label, finalization) => {
     const s = await closedSession(stack);
-    await stack.db.nativeRunFinalization.create({
-      data: { companyId: s.companyId, heartbeatRunId: s.runId, ...finalization },
-    });
+    await insertFinalization(stack, { companyId: s.companyId, runId: s.runId, ...finalization });
     await expectKept(s.scope, "finalization_unsettled");
   });
 
-  it("while a settled finalization still carries recovery state, or a recovery action is unresolved", async () => {
+  it("while an active or escalated recovery action names one of its runs (a resolved one does not)", async () => {
     const a = await closedSession(stack);
-    await stack.db.nativeRunFinalization.create({
-      data: {
-        companyId: a.companyId,
-        heartbeatRunId: a.runId,
-        status: "committed",
-        recoveryState: { step: "resume" },
-      },
-    });
+    await insertRecoveryAction(stack, { companyId: a.companyId, runId: a.runId, cause: "stranded_run" });
     const b = await closedSession(stack);
-    await stack.db.nativeRunRecoveryAction.create({
-      data: { companyId: b.companyId, heartbeatRunId: b.runId },
-    });
+    await insertRecoveryAction(stack, { companyId: b.companyId, runId: b.runId, status: "escalated", cause: "stranded_run" });
+    const c = await closedSession(stack);
+    await insertRecoveryAction(stack, { companyId: c.companyId, runId: c.runId, status: "resolved", cause: "stranded_run" });
     const report = await sweep(stack, null);
     expect(outcomeOf(report, copyId(a.scope))).toBe("recovery_in_progress");
     expect(outcomeOf(report, copyId(b.scope))).toBe("recovery_in_progress");
+    expect(outcomeOf(report, copyId(c.scope))).toBe("removed");
   });
 
   it.each(["active", "released", "retained", "pending_cleanup"])(

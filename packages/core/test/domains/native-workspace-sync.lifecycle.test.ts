@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, readdir, symlink } from "node:fs/promises";
+import { mkdir, readdir, rm, symlink } from "node:fs/promises";
 import path from "node:path";
 import {
   createLogger,
@@ -363,6 +363,25 @@ describe("stopping early", () => {
     expect(due.map((d) => d.reason)).toEqual(["folder_created"]);
     expect(due[0]!.dueAt.getTime()).toBeLessThanOrEqual(Date.now());
     for (const name of await readdir(syncRoot(stack))) expect(name.startsWith(".expired-")).toBe(false);
+  });
+
+  it("a candidate that vanishes before its rename gets an outcome (vanished), so its bytes are accounted for", async () => {
+    const company = randomUUID();
+    const run = await insertRun(stack, { companyId: company });
+    const folder = await makeFolder(stack, run);
+    await stack.scheduler.deps.queues.request([
+      { domain: DOMAIN, scope: company, reason: "folder_created", dueAt: new Date() },
+    ]);
+    const faults = FaultPoints.of({
+      "native-workspace-sync.before-rename": () => rm(folder, { recursive: true, force: true }),
+    });
+    const report = await runDirectly(company, faults, new AbortController().signal);
+    expect(report).toMatchObject({ error: null, candidates: 1, removed: 0 });
+    const entries = (report.entries ?? []).filter((e) => e.id === `native-workspace-sync/${run}`);
+    expect(entries.map((e) => [e.outcome, e.reason ?? null])).toEqual([
+      ["candidate", "no_sync_reference"],
+      ["skipped", "vanished"],
+    ]);
   });
 
   it("deadline discovery reads run state 200 folders at a time and stops when the worker drains", async () => {

@@ -10,6 +10,8 @@ import path from "node:path";
 import { hostProcessProbe } from "@reclaim/core";
 import { startStack, type Stack } from "@reclaim/testkit";
 import {
+  insertFinalization,
+  insertRecoveryAction,
   insertRun,
   makeFolder,
   reasonOf,
@@ -43,13 +45,9 @@ describe("a folder is removed", () => {
   it("without a valid sync reference, whatever export, recovery or adoption rows name the run", async () => {
     const c = company();
     const run = await insertRun(stack, { companyId: c });
-    await stack.db.nativeRunFinalization.create({
-      data: { companyId: c, heartbeatRunId: run, status: "running" },
-    });
-    await stack.db.nativeWorkspaceExport.create({
-      data: { companyId: c, heartbeatRunId: run, status: "active" },
-    });
-    await stack.db.nativeRunRecoveryAction.create({ data: { companyId: c, heartbeatRunId: run } });
+    await insertFinalization(stack, { companyId: c, runId: run, phase: "running" });
+    await insertRecoveryAction(stack, { companyId: c, runId: run, cause: "native_workspace_sync_out_unsafe_archive" });
+    await insertRecoveryAction(stack, { companyId: c, runId: run, cause: "native_execution_ownership_unverified" });
     await stack.db.historicalRecoveryAdoption.create({
       data: { companyId: c, heartbeatRunId: run, status: "pending" },
     });
@@ -69,21 +67,19 @@ describe("a folder is removed", () => {
   it("when the run references the folder and nothing can still read it", async () => {
     const c = company();
     const run = await insertRun(stack, { companyId: c, syncRef: true });
-    await stack.db.nativeRunFinalization.create({
-      data: { companyId: c, heartbeatRunId: run, status: "committed" },
-    });
+    await insertFinalization(stack, { companyId: c, runId: run, phase: "committed" });
     const folder = await makeFolder(stack, run);
     const report = await sweep(stack, c);
     expect(reasonOf(report, run)).toBe("removed");
     expect(existsSync(folder)).toBe(false);
   });
 
-  it("with a finalization that is terminal_failure without recovery state, or blocked", async () => {
+  it("with a finalization that is terminal_failure (Paperclip's table has no recovery state)", async () => {
     const c = company();
     const runs = [];
-    for (const status of ["terminal_failure", "blocked"]) {
+    for (const phase of ["terminal_failure"]) {
       const run = await insertRun(stack, { companyId: c, syncRef: true });
-      await stack.db.nativeRunFinalization.create({ data: { companyId: c, heartbeatRunId: run, status } });
+      await insertFinalization(stack, { companyId: c, runId: run, phase });
       await makeFolder(stack, run);
       runs.push(run);
     }
@@ -155,30 +151,22 @@ describe("a folder is kept", () => {
     expect(reasonOf(await sweep(stack, c), run)).toBe("live_controller_lease");
   });
 
-  it("while a finalization owner receipt exists", async () => {
+  it("while a finalization owner receipt exists (its lease_owner), even without a sync reference", async () => {
     const c = company();
     const run = await insertRun(stack, { companyId: c });
-    await stack.db.nativeRunFinalization.create({
-      data: { companyId: c, heartbeatRunId: run, status: "committed", ownerReceipt: { owner: "server-2" } },
-    });
+    await insertFinalization(stack, { companyId: c, runId: run, phase: "committed", leaseOwner: "server-2" });
     await makeFolder(stack, run);
     expect(reasonOf(await sweep(stack, c), run)).toBe("finalization_owner_receipt");
   });
 
   it.each([
-    ["a lease owner", { status: "committed", leaseOwner: "server-1" }],
-    ["a scheduled retry", { status: "committed", scheduledRetryAt: new Date() }],
-    ["status running", { status: "running" }],
-    [
-      "terminal_failure with recovery state",
-      { status: "terminal_failure", recoveryState: { step: "export" } },
-    ],
+    ["a next attempt scheduled", { phase: "committed", nextAttemptAt: new Date() }],
+    ["phase running", { phase: "running" }],
+    ["phase blocked", { phase: "blocked" }],
   ])("while its finalization has %s", async (_label, finalization) => {
     const c = company();
     const run = await insertRun(stack, { companyId: c, syncRef: true });
-    await stack.db.nativeRunFinalization.create({
-      data: { companyId: c, heartbeatRunId: run, ...finalization },
-    });
+    await insertFinalization(stack, { companyId: c, runId: run, ...finalization });
     await makeFolder(stack, run);
     expect(reasonOf(await sweep(stack, c), run)).toBe("finalization_unsettled");
   });
@@ -186,24 +174,28 @@ describe("a folder is kept", () => {
   it.each(["active", "escalated"])("while an %s workspace export names the run", async (status) => {
     const c = company();
     const run = await insertRun(stack, { companyId: c, syncRef: true });
-    await stack.db.nativeWorkspaceExport.create({ data: { companyId: c, heartbeatRunId: run, status } });
+    await insertRecoveryAction(stack, { companyId: c, runId: run, status, cause: "native_workspace_sync_out_unsafe_archive" });
     await makeFolder(stack, run);
     expect(reasonOf(await sweep(stack, c), run)).toBe("workspace_export_active");
   });
 
-  it("while an owner-unverified recovery action names the run (a verified one does not keep it)", async () => {
+  it("while an active or escalated owner-unverified recovery action names the run (a resolved or verified one does not)", async () => {
     const c = company();
-    const kept = await insertRun(stack, { companyId: c, syncRef: true });
-    const freed = await insertRun(stack, { companyId: c, syncRef: true });
-    await stack.db.nativeRunRecoveryAction.create({ data: { companyId: c, heartbeatRunId: kept } });
-    await stack.db.nativeRunRecoveryAction.create({
-      data: { companyId: c, heartbeatRunId: freed, ownerVerifiedAt: new Date() },
-    });
-    await makeFolder(stack, kept);
-    await makeFolder(stack, freed);
+    const active = await insertRun(stack, { companyId: c, syncRef: true });
+    const escalated = await insertRun(stack, { companyId: c, syncRef: true });
+    const resolved = await insertRun(stack, { companyId: c, syncRef: true });
+    const verified = await insertRun(stack, { companyId: c, syncRef: true });
+    const unverified = "native_execution_ownership_unverified";
+    await insertRecoveryAction(stack, { companyId: c, runId: active, cause: unverified });
+    await insertRecoveryAction(stack, { companyId: c, runId: escalated, status: "escalated", cause: "stranded_run", evidence: { ownerVerified: false } });
+    await insertRecoveryAction(stack, { companyId: c, runId: resolved, status: "resolved", cause: unverified });
+    await insertRecoveryAction(stack, { companyId: c, runId: verified, cause: "stranded_run", evidence: { ownerVerified: true } });
+    for (const run of [active, escalated, resolved, verified]) await makeFolder(stack, run);
     const report = await sweep(stack, c);
-    expect(reasonOf(report, kept)).toBe("recovery_action_unverified");
-    expect(reasonOf(report, freed)).toBe("removed");
+    expect(reasonOf(report, active)).toBe("recovery_action_unverified");
+    expect(reasonOf(report, escalated)).toBe("recovery_action_unverified");
+    expect(reasonOf(report, resolved)).toBe("removed");
+    expect(reasonOf(report, verified)).toBe("removed");
   });
 
   it.each([

@@ -69,18 +69,30 @@ export interface SkillFixture {
   versions: string[];
 }
 
-/** A skill with `count` versions (revision 1..count); `current` is the index of the current one, or null. */
+/** A git package's saved recipe: what makes a version rebuildable unless a test says otherwise. */
+export const GIT_RECIPE = { repository: "https://example.test/skills.git", commit: "a".repeat(40) };
+
+/**
+ * A skill with `count` versions (revision 1..count); `current` is the index of the current
+ * one, or null. Each version is rebuildable from a saved git recipe unless `rebuildable` is
+ * false (no company_skill_version_packages row).
+ */
 export async function insertSkill(
   stack: Instance,
   companyId: string,
   count: number,
   current: number | null = count - 1,
+  rebuildable = true,
 ): Promise<SkillFixture> {
   const skillId = randomUUID();
   const versions = Array.from({ length: count }, () => randomUUID());
   await stack.db.companySkillVersion.createMany({
     data: versions.map((id, i) => ({ id, companyId, companySkillId: skillId, revisionNumber: i + 1 })),
   });
+  if (rebuildable)
+    await stack.db.companySkillVersionPackage.createMany({
+      data: versions.map((id) => ({ companyId, companySkillVersionId: id, kind: "git_recipe", recipe: GIT_RECIPE })),
+    });
   await stack.db.companySkill.create({
     data: { id: skillId, companyId, currentVersionId: current === null ? null : versions[current]! },
   });

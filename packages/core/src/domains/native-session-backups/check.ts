@@ -41,7 +41,7 @@ import {
   type EvidenceEntry,
 } from "./evidence";
 import { expireEvidence } from "./evidence-expiry";
-import { readLiveness } from "./queries";
+import { forgetRetirements, readLiveness } from "./queries";
 import { judgeEvidence, livenessAt } from "./rules";
 import {
   entriesOf,
@@ -209,6 +209,7 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
       }
       continue;
     }
+    await forgetRetirements(ctx.db, [path.relative(applied.root, item.retiring)]).catch(() => undefined);
     // Outside any error handling: a crash here leaves `.expired-*` for the next batch.
     await ctx.faults.hit("native-session-backups.after-expired-rename");
     await remove(ctx, { rel: item.rel, path: expired, companyId: item.companyId });

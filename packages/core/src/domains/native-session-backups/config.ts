@@ -7,7 +7,9 @@
 import { DAY_MS, MINUTE_MS } from "../../clock";
 import { booleanOption, integerOption, readOptions, type Env } from "../../config";
 import { MAX_EVIDENCE_DAYS } from "../../events";
+import { assumeEmptyOption } from "../sources";
 import type { DomainControls } from "../types";
+import { SOURCES, type SourceRule } from "./rules";
 
 export const options = {
   enabled: booleanOption(
@@ -38,6 +40,7 @@ export const options = {
     "Age after which the Paperclip server's last native_sessions.live report says nothing (every copy and entry is kept)",
     { min: 1, unit: "seconds" },
   ),
+  assumeEmpty: assumeEmptyOption("RECLAIM_NATIVE_HARNESS_BACKUP_ASSUME_EMPTY", SOURCES),
 };
 
 export interface NativeSessionBackupsConfig extends DomainControls {
@@ -46,6 +49,7 @@ export interface NativeSessionBackupsConfig extends DomainControls {
   livenessMaxAgeSeconds: number;
   windowMs: number;
   evidenceWindowMs: number;
+  assumeEmpty: readonly SourceRule[];
 }
 
 export function readConfig(env: Env): NativeSessionBackupsConfig {

@@ -11,8 +11,15 @@ import { retire, RetireRefused, unretire } from "../../fs";
 import { Batch, companyOf, copyRel, isGone, type Prepared } from "./batch";
 import { BACKUPS_DIR, CURRENT } from "./config";
 import { finishLeftovers } from "./leftovers";
-import { deleteTaskSessions, lockSessionRows, sessionFacts, type SessionInput } from "./queries";
-import { judgeSession, needsRows, type SessionFacts } from "./rules";
+import { unavailableRules } from "../sources";
+import {
+  confirmRetirements,
+  deleteTaskSessions,
+  lockSessionRows,
+  sessionFacts,
+  type SessionInput,
+} from "./queries";
+import { judgeSession, needsRows, SOURCES, type SessionFacts } from "./rules";
 import type { SessionSurvey } from "./survey";
 
 const inputOf = (s: SessionSurvey): SessionInput | null =>
@@ -23,7 +30,12 @@ const sameRuns = (a: string[], b: string[]) => a.length === b.length && a.every(
 
 export async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): Promise<number> {
   const { ctx } = batch;
-  const judge = { now: ctx.startedAt, windowMs: ctx.config.windowMs, liveness: prepared.liveness };
+  const judge = {
+    now: ctx.startedAt,
+    windowMs: ctx.config.windowMs,
+    liveness: prepared.liveness,
+    unavailable: await unavailableRules(tx, SOURCES, ctx.config.assumeEmpty),
+  };
   const facts = await sessionFacts(tx, inputs(prepared.sessions.filter((s) => needsRows(s, judge))));
   const tentative: SessionSurvey[] = [];
   let handled = 0;
@@ -31,7 +43,7 @@ export async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): 
   for (const session of prepared.sessions) {
     if (ctx.signal.aborted || batch.full) break;
     batch.examine();
-    const leftovers = await finishLeftovers(batch, session);
+    const leftovers = await finishLeftovers(batch, tx, session);
     if (leftovers === "unfinished") break;
     const verdict =
       leftovers === "judge" ? judgeSession(session, facts.get(session.name) ?? null, judge) : null;
@@ -119,6 +131,12 @@ export async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): 
     batch.applied.expiring.push({ rel: id, retiring: item.path, companyId });
     taskSessions.push(...now.task_session_ids);
   }
+  // Committed with the task sessions' deletion, or not at all: a later batch restores only
+  // a `.retiring-*` without this record.
+  await confirmRetirements(
+    tx,
+    batch.applied.expiring.map((e) => ({ path: path.relative(batch.applied.root, e.retiring), companyId: e.companyId })),
+  );
   batch.applied.clearedTaskSessions = (await deleteTaskSessions(tx, taskSessions)).length;
   return handled;
 }

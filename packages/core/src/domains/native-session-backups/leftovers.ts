@@ -4,9 +4,11 @@
  * `current` is missing, the others (and any next to a `current`) are dropped.
  */
 import path from "node:path";
+import type { Tx } from "../../db";
 import { unretire } from "../../fs";
 import { Batch, companyOf, copyRel, isGone, rel, retireOrSkip } from "./batch";
 import { BACKUPS_DIR, CURRENT } from "./config";
+import { confirmedRetirements, forgetRetirements } from "./queries";
 import { listBackups, surveyCopy, type SessionSurvey } from "./survey";
 
 /**
@@ -26,7 +28,9 @@ async function newestCopy(retiring: string[]): Promise<string | null> {
 
 /**
  * What happens to a session's `.retiring-*` and `.expired-*` left by an interrupted batch,
- * each one an entry of the batch (and each deletion a removal):
+ * each one an entry of the batch (and each deletion a removal). A `.retiring-*` whose
+ * expiry committed (confirmed, reclaim_confirmed_retirements) goes on to `.expired-*` and
+ * deletion; only an unconfirmed one is ever restored:
  *   judge       none left, or all done: judge the copy now;
  *   wait        its copy was just restored, or moved by another job: judged by a later batch;
  *   unfinished  the batch is full: the session comes first in the next one.
@@ -34,6 +38,7 @@ async function newestCopy(retiring: string[]): Promise<string | null> {
  */
 export async function finishLeftovers(
   batch: Batch,
+  tx: Tx,
   session: SessionSurvey,
 ): Promise<"judge" | "wait" | "unfinished"> {
   const { ctx } = batch;
@@ -48,11 +53,14 @@ export async function finishLeftovers(
     batch.examine();
     batch.delete({ rel: leftover(expired), path: expired, companyId, reason: "interrupted_deletion" });
   }
-  let superseded = backups.retiring;
-  const restore = backups.current ? null : await newestCopy(backups.retiring);
+  const confirmed = await finishConfirmed(batch, tx, backups.retiring, leftover, companyId);
+  if (confirmed === "unfinished") return "unfinished";
+  const unconfirmed = backups.retiring.filter((p) => !confirmed.has(p));
+  let superseded = unconfirmed;
+  const restore = backups.current ? null : await newestCopy(unconfirmed);
   if (restore !== null) {
-    // Never confirmed, or confirmed but interrupted before `.expired`: the newest copy goes
-    // back, the others are superseded by it, and a later batch decides from what is there.
+    // Never confirmed (its transaction did not commit): the newest such copy goes back, the
+    // others are superseded by it, and a later batch decides from what is there.
     if (batch.full) return "unfinished";
     batch.examine();
     await ctx.faults.hit("native-session-backups.before-leftover-rename");
@@ -71,7 +79,7 @@ export async function finishLeftovers(
     if (!restored) return "wait";
     await ctx.faults.hit("native-session-backups.after-restore-rename");
     ctx.report.skip(copyRel(session.name), "unconfirmed_copy_restored", { companyId });
-    superseded = backups.retiring.filter((p) => p !== restore);
+    superseded = unconfirmed.filter((p) => p !== restore);
   }
   for (const stale of superseded) {
     // A newer copy exists. Renamed first, so an interrupted delete leaves an `.expired-*`,
@@ -86,4 +94,32 @@ export async function finishLeftovers(
     batch.delete({ rel: id, path: to, companyId, reason: "superseded_by_newer_copy" });
   }
   return restore === null ? "judge" : "wait";
+}
+
+/**
+ * The confirmed `.retiring-*` copies of a session (their expiry committed, then the batch
+ * stopped before `.expired`): renamed to `.expired-*` and deleted like any confirmed copy.
+ * Returns the `.retiring-*` paths that were confirmed, or "unfinished" when the batch is full.
+ */
+async function finishConfirmed(
+  batch: Batch,
+  tx: Tx,
+  retiring: string[],
+  leftover: (p: string) => string,
+  companyId: string | null,
+): Promise<Set<string> | "unfinished"> {
+  const { ctx } = batch;
+  const relative = (p: string) => path.relative(batch.applied.root, p);
+  const recorded = await confirmedRetirements(tx, retiring.map(relative));
+  const confirmed = new Set(retiring.filter((p) => recorded.has(relative(p))));
+  for (const copy of confirmed) {
+    if (batch.full) return "unfinished";
+    batch.examine();
+    const id = leftover(copy);
+    const to = await retireOrSkip(ctx, copy, ".expired", id, { companyId });
+    await forgetRetirements(tx, [relative(copy)]);
+    if (to === null) continue;
+    batch.delete({ rel: id, path: to, companyId, reason: "confirmed_copy_interrupted" });
+  }
+  return confirmed;
 }

@@ -61,3 +61,35 @@ export async function storeLiveness(
     receivedAt,
   );
 }
+
+/**
+ * Copies renamed to `.retiring-<UUID>` whose expiry is committed: recorded in the job's
+ * transaction, so a row exists exactly when that transaction committed (paths relative to
+ * the durable-sessions root).
+ */
+export async function confirmRetirements(
+  tx: Tx,
+  items: { path: string; companyId: string | null }[],
+): Promise<void> {
+  if (items.length === 0) return;
+  await tx.reclaimConfirmedRetirement.createMany({
+    data: items.map((i) => ({ path: i.path, companyId: i.companyId })),
+    skipDuplicates: true,
+  });
+}
+
+/** Which of these `.retiring-*` paths were confirmed (their transaction committed). */
+export async function confirmedRetirements(tx: Db | Tx, paths: string[]): Promise<Set<string>> {
+  if (paths.length === 0) return new Set();
+  const rows = await tx.reclaimConfirmedRetirement.findMany({
+    where: { path: { in: paths } },
+    select: { path: true },
+  });
+  return new Set(rows.map((r) => r.path));
+}
+
+/** The copy left `.retiring-*` (renamed to `.expired-*`, or gone): its record goes too. */
+export async function forgetRetirements(db: Db | Tx, paths: string[]): Promise<void> {
+  if (paths.length === 0) return;
+  await db.reclaimConfirmedRetirement.deleteMany({ where: { path: { in: paths } } });
+}

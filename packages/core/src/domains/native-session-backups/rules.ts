@@ -19,6 +19,7 @@
  */
 import type { EvidenceEntry } from "./evidence";
 import type { SessionSurvey } from "./survey";
+import type { SourceRules } from "../sources";
 
 export const LIVE_STATES = new Set(["executing", "initializing", "warm", "closing"]);
 
@@ -74,14 +75,27 @@ export type SessionKeepReason =
   | "issue_closed_within_window"
   | "finalization_unsettled"
   | "recovery_in_progress"
-  | "lease_references_copy";
+  | "lease_references_copy"
+  | "source_unavailable";
 
 export type SessionVerdict = { expire: true } | { expire: false; reason: SessionKeepReason };
+
+/** The rules of the copy expiry that read a table, and the tables each reads (sources/index.ts). */
+export const SOURCES = {
+  finalizations: ["native_run_finalizations"],
+  recovery_actions: ["issue_recovery_actions"],
+  leases: ["environment_leases"],
+  task_sessions: ["agent_task_sessions"],
+} as const satisfies SourceRules<string>;
+
+export type SourceRule = keyof typeof SOURCES;
 
 export interface Judge {
   now: Date;
   windowMs: number;
   liveness: Liveness;
+  /** Rules whose source tables nothing but Reclaim writes here (none: all visible). */
+  unavailable?: ReadonlySet<SourceRule>;
 }
 
 /** What a session's directory says, before any row is read (null: go on to the rows). */
@@ -126,6 +140,9 @@ export function judgeSession(
   ) {
     return keep("issue_closed_within_window");
   }
+  // A table only Reclaim writes here says nothing: the copy stays.
+  for (const rule of Object.keys(SOURCES) as SourceRule[])
+    if (judge.unavailable?.has(rule)) return keep("source_unavailable");
   if (facts.finalization_unsettled) return keep("finalization_unsettled");
   if (facts.recovery_in_progress) return keep("recovery_in_progress");
   if (facts.lease_reference) return keep("lease_references_copy");

@@ -11,9 +11,10 @@
 --   issue_ids, open_issue  the issues it ran on (its runs' context_snapshot.issueId, plus
 --                          the state's issueIds); one is neither done nor cancelled
 --   last_issue_closed_at   the latest close (completed_at / cancelled_at, else updated_at)
---   finalization_unsettled a finalization of its runs has a lease owner, a scheduled retry, or
---                          a status other than committed / blocked / terminal_failure without recovery state
---   recovery_in_progress   a finalization carries recovery state, or a recovery action of its runs is unresolved
+--   finalization_unsettled a finalization of its runs has a lease owner, a next attempt, or a
+--                          phase other than committed / terminal_failure without recovery state
+--   recovery_in_progress   a finalization carries a recovery state other than blocked, or an
+--                          active or escalated recovery action (evidence.runId) names one of its runs
 --   lease_reference        an active, released, retained or pending_cleanup environment lease
 --                          names the copy (metadata.nativeHarnessBackup.sessionScopeId = scope)
 --   task_session_ids       agent task sessions pointing at the session
@@ -61,18 +62,24 @@ issue_state AS (
    GROUP BY si.scope
 ),
 finalization_state AS (
+  -- Paperclip's columns (docs/paperclip-tables.md); recovery_state only where it exists.
   SELECT r.scope,
-         bool_or(NOT (f.lease_owner IS NULL AND f.scheduled_retry_at IS NULL
-                      AND (f.status IN ('committed', 'blocked')
-                           OR (f.status = 'terminal_failure' AND f.recovery_state IS NULL)))) AS unsettled,
-         bool_or(f.recovery_state IS NOT NULL) AS recovering
-    FROM runs r JOIN native_run_finalizations f ON f.heartbeat_run_id = r.id
+         bool_or(NOT (f.lease_owner IS NULL AND f.next_attempt_at IS NULL
+                      AND (f.phase = 'committed'
+                           OR (f.phase = 'terminal_failure'
+                               AND COALESCE(to_jsonb(f) ->> 'recovery_state', 'blocked') = 'blocked')))) AS unsettled,
+         bool_or(COALESCE(to_jsonb(f) ->> 'recovery_state', 'blocked') <> 'blocked') AS recovering
+    FROM runs r JOIN native_run_finalizations f ON f.run_id = r.id
    GROUP BY r.scope
 ),
 recovery_state AS (
+  -- An open (active or escalated) recovery action naming one of the session's runs.
   SELECT DISTINCT r.scope
-    FROM runs r JOIN native_run_recovery_actions a ON a.heartbeat_run_id = r.id
-   WHERE a.resolved_at IS NULL
+    FROM runs r
+    JOIN sessions s ON s.scope = r.scope
+    JOIN issue_recovery_actions a
+      ON a.company_id = s.company_id AND a.evidence ->> 'runId' = r.id::text
+   WHERE a.status IN ('active', 'escalated')
 ),
 lease_state AS (
   SELECT DISTINCT s.scope

@@ -25,7 +25,8 @@ import { recordedProcessIsLive } from "../../process/liveness";
 import type { JobContext } from "../types";
 import { LIMITS, SYNC_DIR, type NativeWorkspaceSyncConfig } from "./config";
 import { runOwners, runsOfCompany, runStates } from "./queries";
-import { judgeFolder, type Verdict } from "./rules";
+import { unavailableRules } from "../sources";
+import { judgeFolder, SOURCES, type Verdict } from "./rules";
 import { listRunFolderNames, type FolderSurvey } from "./survey";
 
 type Ctx = JobContext<NativeWorkspaceSyncConfig>;
@@ -109,7 +110,8 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
 }
 
 export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Applied> {
-  const judge = { now: ctx.startedAt, windowMs: ctx.config.windowMs, isLive: recordedProcessIsLive };
+  const unavailable = await unavailableRules(tx, SOURCES, ctx.config.assumeEmpty);
+  const judge = { now: ctx.startedAt, windowMs: ctx.config.windowMs, isLive: recordedProcessIsLive, unavailable };
   const isFolder = (f: FolderSurvey) => f.kind === "directory" && f.stats !== null;
   // 1. Judge every folder on run state read without any lock (one query): most are kept, and
   //    a kept folder's run is never locked.
@@ -185,6 +187,8 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     }
     ctx.report.candidate(id, bytes, { companyId, reason: final.because });
     if (ctx.dryRun) continue;
+    // Between the decision and the rename: the folder can vanish here (tests only).
+    await ctx.faults.hit("native-workspace-sync.before-rename");
     let to: string;
     try {
       to = await retire(folder.path, ".expired", folder.identity ?? undefined);
@@ -192,8 +196,9 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
       if (!(error instanceof RetireRefused)) {
         ctx.report.failed(id, "rename_failed", { companyId });
         ctx.retryLater();
-      } else if (error.reason !== "missing") {
-        ctx.report.skip(id, error.reason, { companyId });
+      } else {
+        // Gone between the recheck and the rename: its bytes still get an outcome.
+        ctx.report.skip(id, error.reason === "missing" ? "vanished" : error.reason, { companyId });
       }
       continue;
     }

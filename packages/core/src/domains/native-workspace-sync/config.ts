@@ -4,7 +4,9 @@
  */
 import { DAY_MS } from "../../clock";
 import { booleanOption, integerOption, readOptions, type Env } from "../../config";
+import { assumeEmptyOption } from "../sources";
 import type { DomainControls } from "../types";
+import { SOURCES, type SourceRule } from "./rules";
 
 export const options = {
   enabled: booleanOption(
@@ -23,11 +25,13 @@ export const options = {
     "Days a run must be finished, and its folder untouched, before removal",
     { min: 1, unit: "days" },
   ),
+  assumeEmpty: assumeEmptyOption("RECLAIM_NATIVE_WORKSPACE_SYNC_ASSUME_EMPTY", SOURCES),
 };
 
 export interface NativeWorkspaceSyncConfig extends DomainControls {
   days: number;
   windowMs: number;
+  assumeEmpty: readonly SourceRule[];
 }
 
 export function readConfig(env: Env): NativeWorkspaceSyncConfig {

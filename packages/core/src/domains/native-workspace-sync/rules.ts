@@ -8,9 +8,23 @@
  *     recovery actions, leases, retained recoveries, historical adoption).
  * Settled: succeeded/failed/cancelled/timed_out/interrupted, finished before the window, no
  * live process, no live controller lease, no finalization owner receipt.
+ * A rule whose table only Reclaim writes on this database (sources/index.ts) cannot see
+ * what it needs: the folder is kept as `source_unavailable` where that rule decides.
  * Every "keep" carries its reason and when to look again.
  */
 import type { RecordedProcess } from "../../process/liveness";
+import type { SourceRules } from "../sources";
+
+/** The rules of this domain that read a table, and the tables each reads. */
+export const SOURCES = {
+  finalizations: ["native_run_finalizations"],
+  recovery_actions: ["issue_recovery_actions"],
+  leases: ["environment_leases"],
+  retained_recoveries: ["retained_workspace_recoveries"],
+  historical_adoptions: ["historical_recovery_adoptions"],
+} as const satisfies SourceRules<string>;
+
+export type SourceRule = keyof typeof SOURCES;
 
 export const SETTLED_STATUSES = new Set(["succeeded", "failed", "cancelled", "timed_out", "interrupted"]);
 
@@ -53,7 +67,8 @@ export type KeepReason =
   | "recovery_action_unverified"
   | "lease_export_resume_or_cleanup"
   | "retained_recovery_pending"
-  | "historical_adoption_pending";
+  | "historical_adoption_pending"
+  | "source_unavailable";
 
 export type Verdict =
   | { remove: true; because: "no_run" | "no_sync_reference" | "nothing_reads_it" }
@@ -63,6 +78,8 @@ export interface Judge {
   now: Date;
   windowMs: number;
   isLive(process: RecordedProcess): boolean;
+  /** Rules whose source tables nothing but Reclaim writes here (none: all visible). */
+  unavailable?: ReadonlySet<SourceRule>;
 }
 
 export function judgeFolder(folder: FolderFacts, run: RunState | null, judge: Judge): Verdict {
@@ -81,10 +98,12 @@ export function judgeFolder(folder: FolderFacts, run: RunState | null, judge: Ju
   }
   if (run === null) return { remove: true, because: "no_run" };
 
+  const blind = (rule: SourceRule) => judge.unavailable?.has(rule) ?? false;
   if (!SETTLED_STATUSES.has(run.status)) return keep("run_not_settled");
   if (run.finished_at === null) return keep("run_finish_unknown");
   if (run.finished_at.getTime() > cutoff)
     return keep("run_finished_within_window", run.finished_at.getTime() + judge.windowMs);
+  if (blind("leases")) return keep("source_unavailable");
   // A recorded process only counts where it can be the run's own: a local lease or none.
   const processCouldBeLocal = run.has_local_lease || !run.has_lease;
   if (
@@ -98,16 +117,21 @@ export function judgeFolder(folder: FolderFacts, run: RunState | null, judge: Ju
     return keep("run_process_live");
   }
   if (run.live_controller_lease) return keep("live_controller_lease");
+  if (blind("finalizations")) return keep("source_unavailable");
   if (run.owner_receipt) return keep("finalization_owner_receipt");
 
   if (!run.sync_ref_valid) return { remove: true, because: "no_sync_reference" };
 
   if (run.finalization_unsettled) return keep("finalization_unsettled");
+  if (blind("recovery_actions")) return keep("source_unavailable");
   if (run.export_active) return keep("workspace_export_active");
   if (run.unverified_recovery) return keep("recovery_action_unverified");
   if (run.lease_resume_or_cleanup) return keep("lease_export_resume_or_cleanup");
-  if (!run.referenced_lease_destroyed && run.retained_recovery_pending)
-    return keep("retained_recovery_pending");
+  if (!run.referenced_lease_destroyed) {
+    if (blind("retained_recoveries")) return keep("source_unavailable");
+    if (run.retained_recovery_pending) return keep("retained_recovery_pending");
+  }
+  if (blind("historical_adoptions")) return keep("source_unavailable");
   if (run.adoption_pending) return keep("historical_adoption_pending");
   return { remove: true, because: "nothing_reads_it" };
 }

@@ -1,24 +1,43 @@
 -- Everything the removal rules need to know about the runs behind a batch of sync folders,
--- in one query (one round trip per batch, however many folders).
+-- in one query (one round trip per batch, however many folders). Reads Paperclip's real
+-- columns (docs/paperclip-tables.md); columns that only some Paperclip versions have are
+-- read through to_jsonb(row), which yields null where the column does not exist.
 -- $1 jsonb: array of run ids (text); ids that are not runs simply return no row
 -- Output, one row per existing run:
 --   id, company_id, status, finished_at, process_pid, process_group_id, process_started_at
---   sync_ref_valid             context_snapshot.nativeWorkspaceSync names this run's folder
+--   sync_ref_valid             runner_profile_json.nativeWorkspaceSync is a valid reference
+--                              (schema paperclip.native-workspace-sync/v1, state prepared or
+--                              finalized, a leaseId)
 --   has_lease, has_local_lease any environment lease of the run / one on this host
 --   live_controller_lease      an active environment lease of the run
 --   lease_resume_or_cleanup    a lease of the run carries nativeWorkspaceExportResume or a cleanup in flight
 --   referenced_lease_destroyed the lease the sync reference names was destroyed
---   owner_receipt              a finalization owner receipt exists
---   finalization_unsettled     a finalization with a lease owner, a scheduled retry, or a status
---                              other than committed / blocked / terminal_failure without recovery state
---   export_active              an active or escalated workspace export names the run
---   unverified_recovery        an unresolved recovery action whose owner was never verified names the run
+--   owner_receipt              the run's finalization is owned (lease_owner set)
+--   finalization_unsettled     its finalization has a lease owner or a next attempt, or a phase
+--                              other than committed / terminal_failure without recovery state
+--                              (recovery_state, where that column exists, null or 'blocked')
+--   export_active              an active or escalated workspace export of the run: an
+--                              issue_recovery_actions row with evidence.runId = the run and a
+--                              native_workspace_* cause
+--   unverified_recovery        an active or escalated recovery action of the run whose owner is
+--                              unverified (cause native_execution_ownership_unverified, or
+--                              evidence.ownerVerified false)
 --   retained_recovery_pending  a retained workspace recovery is scheduled, running, awaiting
 --                              evidence, queued or recovering
 --   adoption_pending           historical recovery adoption has pending work
--- Works on Paperclip's full tables and on Reclaim's mirror alike.
 WITH ids AS (
   SELECT DISTINCT value::uuid AS id FROM jsonb_array_elements_text($1::jsonb)
+),
+runs AS (
+  SELECT r.*, to_jsonb(r) -> 'runner_profile_json' -> 'nativeWorkspaceSync' AS sync_ref
+    FROM heartbeat_runs r JOIN ids ON ids.id = r.id
+),
+open_actions AS (
+  SELECT a.evidence ->> 'runId' AS run_id, a.cause, a.evidence
+    FROM issue_recovery_actions a
+   WHERE a.company_id IN (SELECT company_id FROM runs)
+     AND a.status IN ('active', 'escalated')
+     AND a.evidence ->> 'runId' IN (SELECT id::text FROM runs)
 )
 SELECT r.id::text AS id,
        r.company_id::text AS company_id,
@@ -27,7 +46,9 @@ SELECT r.id::text AS id,
        r.process_pid,
        r.process_group_id,
        r.process_started_at,
-       COALESCE(r.context_snapshot -> 'nativeWorkspaceSync' ->> 'runId' = r.id::text, false) AS sync_ref_valid,
+       COALESCE(r.sync_ref ->> 'schema' = 'paperclip.native-workspace-sync/v1'
+                AND r.sync_ref ->> 'state' IN ('prepared', 'finalized')
+                AND jsonb_typeof(r.sync_ref -> 'leaseId') = 'string', false) AS sync_ref_valid,
        EXISTS (SELECT 1 FROM environment_leases l WHERE l.heartbeat_run_id = r.id) AS has_lease,
        EXISTS (SELECT 1 FROM environment_leases l
                 WHERE l.heartbeat_run_id = r.id AND (l.provider IS NULL OR l.provider = 'local')) AS has_local_lease,
@@ -38,23 +59,24 @@ SELECT r.id::text AS id,
                   AND (COALESCE(l.metadata ? 'nativeWorkspaceExportResume', false)
                        OR l.cleanup_status IN ('pending', 'running', 'in_progress'))) AS lease_resume_or_cleanup,
        EXISTS (SELECT 1 FROM environment_leases l
-                WHERE l.id::text = r.context_snapshot -> 'nativeWorkspaceSync' ->> 'leaseId'
-                  AND l.status = 'destroyed') AS referenced_lease_destroyed,
+                WHERE l.id::text = r.sync_ref ->> 'leaseId' AND l.status = 'destroyed') AS referenced_lease_destroyed,
        EXISTS (SELECT 1 FROM native_run_finalizations f
-                WHERE f.heartbeat_run_id = r.id AND f.owner_receipt IS NOT NULL) AS owner_receipt,
+                WHERE f.run_id = r.id AND f.lease_owner IS NOT NULL) AS owner_receipt,
        EXISTS (SELECT 1 FROM native_run_finalizations f
-                WHERE f.heartbeat_run_id = r.id
-                  AND NOT (f.lease_owner IS NULL AND f.scheduled_retry_at IS NULL
-                           AND (f.status IN ('committed', 'blocked')
-                                OR (f.status = 'terminal_failure' AND f.recovery_state IS NULL)))) AS finalization_unsettled,
-       EXISTS (SELECT 1 FROM native_workspace_exports e
-                WHERE e.heartbeat_run_id = r.id AND e.status IN ('active', 'escalated')) AS export_active,
-       EXISTS (SELECT 1 FROM native_run_recovery_actions a
-                WHERE a.heartbeat_run_id = r.id AND a.owner_verified_at IS NULL AND a.resolved_at IS NULL) AS unverified_recovery,
+                WHERE f.run_id = r.id
+                  AND NOT (f.lease_owner IS NULL AND f.next_attempt_at IS NULL
+                           AND (f.phase = 'committed'
+                                OR (f.phase = 'terminal_failure'
+                                    AND COALESCE(to_jsonb(f) ->> 'recovery_state', 'blocked') = 'blocked')))) AS finalization_unsettled,
+       EXISTS (SELECT 1 FROM open_actions a
+                WHERE a.run_id = r.id::text AND a.cause LIKE 'native\_workspace\_%') AS export_active,
+       EXISTS (SELECT 1 FROM open_actions a
+                WHERE a.run_id = r.id::text
+                  AND (a.cause = 'native_execution_ownership_unverified'
+                       OR a.evidence -> 'ownerVerified' = 'false'::jsonb)) AS unverified_recovery,
        EXISTS (SELECT 1 FROM retained_workspace_recoveries w
                 WHERE w.heartbeat_run_id = r.id
                   AND w.status IN ('scheduled', 'running', 'awaiting_evidence', 'queued', 'recovering')) AS retained_recovery_pending,
        EXISTS (SELECT 1 FROM historical_recovery_adoptions h
                 WHERE h.heartbeat_run_id = r.id AND h.status IN ('pending', 'running')) AS adoption_pending
-  FROM heartbeat_runs r
-  JOIN ids ON ids.id = r.id
+  FROM runs r

@@ -4,7 +4,7 @@
  * Reclaim's own (RECLAIM_ prefix) so they can never collide with a future Paperclip name.
  * Storage follows Paperclip's variables (PAPERCLIP_STORAGE_*, read by @reclaim/shared).
  */
-import { readStorageConfig, type StorageConfig } from "@reclaim/shared";
+import type { StorageConfig } from "@reclaim/shared";
 import { DAY_MS, HOUR_MS, MINUTE_MS } from "../../clock";
 import {
   booleanOption,
@@ -16,6 +16,7 @@ import {
 } from "../../config";
 import { serviceOptions, signingSecret } from "../../config/service";
 import { ConfigError } from "../../errors";
+import { readPaperclipStorage } from "../../storage";
 import type { DomainControls } from "../types";
 
 export const options = {
@@ -76,13 +77,8 @@ export function readConfig(env: Env): RestorePointRetentionConfig {
     retentionMs: values.days * DAY_MS,
     settleMs: values.settleMs,
     expiryHook,
-    storage: readStorage(env),
+    storage: readPaperclipStorage(env),
   };
-}
-
-/** Paperclip's storage settings, as @reclaim/shared reads them (a bad one is a ConfigError). */
-function readStorage(env: Env): StorageConfig {
-  return readStorageConfig(env, { instanceRoot: serviceOptions.instanceRoot.read(env) });
 }
 
 /** Limits from the spec. */

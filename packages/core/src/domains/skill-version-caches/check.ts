@@ -35,7 +35,10 @@ import {
   type SkillVersionCachesConfig,
 } from "./config";
 import { versionFacts } from "./queries";
-import { judgeVersion } from "./rules";
+import { StorageKey } from "@reclaim/shared";
+import { unavailableRules } from "../sources";
+import { storageFor } from "../../storage";
+import { judgeRebuild, judgeVersion, SOURCES, type StorageProbe, type VersionFacts } from "./rules";
 import {
   companyDir,
   lastUseRecordMs,
@@ -153,6 +156,26 @@ async function startObservation(ctx: Ctx, company: string, known: number | null)
   return now.getTime();
 }
 
+/**
+ * What the configured storage says of a version's durable package, now (null: not a storage
+ * package). Any failure to ask is `unavailable`: unreachable storage keeps the cache.
+ */
+async function probePackage(ctx: Ctx, companyId: string, row: VersionFacts): Promise<StorageProbe | null> {
+  if (row.package_kind !== "storage" || !row.package_storage_key) return null;
+  let key: StorageKey;
+  try {
+    key = StorageKey.of(companyId, row.package_storage_key);
+  } catch {
+    return { state: "invalid_key" };
+  }
+  try {
+    const head = await storageFor(ctx.config.storage).head(key);
+    return head === null ? { state: "missing" } : { state: "present", byteSize: head.byteSize };
+  } catch {
+    return { state: "unavailable" };
+  }
+}
+
 export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Applied> {
   const trash: Trash[] = [...prepared.leftovers];
   const company = prepared.company;
@@ -163,7 +186,12 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     prepared.versions.length > 0
       ? await startObservation(ctx, company, prepared.observationStartMs)
       : ctx.startedAt.getTime();
-  const judge = { now: ctx.startedAt, graceMs: ctx.config.graceMs, observationStartMs: observationStart };
+  const judge = {
+    now: ctx.startedAt,
+    graceMs: ctx.config.graceMs,
+    observationStartMs: observationStart,
+    unavailable: await unavailableRules(tx, SOURCES, ctx.config.assumeEmpty),
+  };
   const companyId = ctx.companyId;
   let examined = 0;
   let recheckAt: Date | null = null;
@@ -202,6 +230,13 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
       ctx.report.skip(id, verdict.reason, { companyId, bytes: entry.allocatedBytes });
       if (verdict.recheckAt && (recheckAt === null || verdict.recheckAt < recheckAt))
         recheckAt = verdict.recheckAt;
+      continue;
+    }
+    // Only a version that can be rebuilt loses its cache (a dry run asks too, as the real run would).
+    const unrebuildable = row?.version_exists ? judgeRebuild(row, await probePackage(ctx, companyId, row)) : null;
+    if (unrebuildable !== null) {
+      ctx.report.skip(id, unrebuildable, { companyId, bytes: entry.allocatedBytes });
+      if (unrebuildable === "storage_unavailable") ctx.retryLater();
       continue;
     }
     ctx.report.candidate(id, entry.allocatedBytes, { companyId, reason: verdict.because });

@@ -2,9 +2,13 @@
  * Controls for skill version cache retention (spec: "Skill version caches"). Names and
  * defaults are the product's contract.
  */
+import type { StorageConfig } from "@reclaim/shared";
 import { MINUTE_MS } from "../../clock";
 import { booleanOption, integerOption, readOptions, type Env } from "../../config";
+import { assumeEmptyOption } from "../sources";
+import { readPaperclipStorage } from "../../storage";
 import type { DomainControls } from "../types";
+import { SOURCES, type SourceRule } from "./rules";
 
 export const options = {
   enabled: booleanOption(
@@ -29,17 +33,21 @@ export const options = {
     "Minutes a non-current version must go unused before its cache is evicted",
     { min: 1, unit: "minutes" },
   ),
+  assumeEmpty: assumeEmptyOption("RECLAIM_SKILL_VERSION_RETENTION_ASSUME_EMPTY", SOURCES),
 };
 
 export interface SkillVersionCachesConfig extends DomainControls {
   keep: number;
   graceMinutes: number;
   graceMs: number;
+  assumeEmpty: readonly SourceRule[];
+  /** Paperclip's storage, where durable skill packages live (PAPERCLIP_STORAGE_*). */
+  storage: StorageConfig;
 }
 
 export function readConfig(env: Env): SkillVersionCachesConfig {
   const values = readOptions(options, env);
-  return { ...values, graceMs: values.graceMinutes * MINUTE_MS };
+  return { ...values, graceMs: values.graceMinutes * MINUTE_MS, storage: readPaperclipStorage(env) };
 }
 
 /** Batch limits from the spec; each walk continues where the previous batch stopped. */

@@ -13,6 +13,9 @@
 --   active_run_pin                   a run pin of an active run (not succeeded/failed/cancelled/timed_out/interrupted) names it
 --   recovery_pin                     an unsettled recovery pin (settled_at null) names it
 --   agent_pin                        an agent pins it explicitly
+--   package_kind, package_storage_key, package_byte_size (text), package_recipe,
+--   package_externally_durable       how the version can be rebuilt
+--                                    (company_skill_version_packages; null: nothing recorded)
 --   run_selection_unknown            (same on every row) an active run of the company has a pin without a version
 --   recovery_selection_unknown       (same on every row) an unsettled recovery pin has no version
 -- Works on Paperclip's full tables and on Reclaim's mirror alike.
@@ -52,8 +55,15 @@ SELECT e.skill_id,
        EXISTS (SELECT 1 FROM unsettled_recoveries p WHERE p.version_id = e.version_id::uuid) AS recovery_pin,
        EXISTS (SELECT 1 FROM company_skill_agent_pins a
                 WHERE a.company_id = $1::uuid AND a.company_skill_version_id = e.version_id::uuid) AS agent_pin,
+       p.kind AS package_kind,
+       p.storage_key AS package_storage_key,
+       p.byte_size::text AS package_byte_size,
+       p.recipe AS package_recipe,
+       p.externally_durable AS package_externally_durable,
        c.run_selection_unknown,
        c.recovery_selection_unknown
   FROM entries e
   CROSS JOIN company c
   LEFT JOIN company_skill_versions v ON v.id = e.version_id::uuid
+  LEFT JOIN company_skill_version_packages p
+         ON p.company_skill_version_id = e.version_id::uuid AND p.company_id = $1::uuid

@@ -1,0 +1,29 @@
+/**
+ * Paperclip's storage (PAPERCLIP_STORAGE_*), as the platform and the domains that read it
+ * share it: restore points live there, and so do durable skill packages.
+ */
+import {
+  createStorageProvider,
+  readStorageConfig,
+  type StorageConfig,
+  type StorageProvider,
+} from "@reclaim/shared";
+import { serviceOptions } from "./config/service";
+import type { Env } from "./config";
+
+/** Paperclip's storage settings, as @reclaim/shared reads them (a bad one is a ConfigError). */
+export function readPaperclipStorage(env: Env): StorageConfig {
+  return readStorageConfig(env, { instanceRoot: serviceOptions.instanceRoot.read(env) });
+}
+
+const providers = new WeakMap<StorageConfig, StorageProvider>();
+
+/** One provider per configuration (a process reads its configuration once). */
+export function storageFor(config: StorageConfig): StorageProvider {
+  let provider = providers.get(config);
+  if (!provider) {
+    provider = createStorageProvider(config);
+    providers.set(config, provider);
+  }
+  return provider;
+}
