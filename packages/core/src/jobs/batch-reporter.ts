@@ -47,6 +47,15 @@ export class BatchReporter {
     this.push({ id, outcome: "skipped", reason, ...extra });
   }
 
+  /**
+   * Neither kept nor removed by this batch, and why: it vanished before it was acted on
+   * (`vanished`), or a leftover was put back (`unconfirmed_copy_restored`). Listed, never
+   * counted among the skips.
+   */
+  note(id: string, reason: "vanished" | "unconfirmed_copy_restored", extra: Partial<ReportEntry> = {}): void {
+    this.push({ id, outcome: "noted", reason, ...extra });
+  }
+
   /** Removal was attempted and failed; it is retried later. */
   failed(id: string, reason: string, extra: Partial<ReportEntry> = {}): void {
     this.skipped[reason] = (this.skipped[reason] ?? 0) + 1;

@@ -7,7 +7,13 @@ import type { Db, Tx } from "../db";
 import { addReportTotals } from "./report-totals";
 import { companyIdOf, scopeOf, type Scope } from "./scope";
 
-export type EntryOutcome = "candidate" | "removed" | "kept" | "skipped" | "failed";
+/**
+ * How an entry ended. `skipped` means exactly "kept, because <reason>" (and counts in the
+ * report's `skipped`); `noted` is neither kept nor removed by this batch: the entry vanished
+ * before it was acted on, or a leftover was put back (`unconfirmed_copy_restored`). Noted
+ * entries are listed with their reason but never counted as skips.
+ */
+export type EntryOutcome = "candidate" | "removed" | "kept" | "skipped" | "noted" | "failed";
 
 /** One entry a check looked at: a folder, a cache version, a restore point... */
 export interface ReportEntry {

@@ -120,7 +120,7 @@ export type Report = Awaited<ReturnType<typeof sweep>>;
 /** The final outcome of an entry ("removed", "candidate" or the skip reason). */
 export function outcomeOf(report: Report, id: string): string | undefined {
   const entry = report.entries.filter((e) => e.id === id).at(-1);
-  return entry?.outcome === "skipped" ? entry.reason : entry?.outcome;
+  return entry?.outcome === "skipped" || entry?.outcome === "noted" ? entry.reason : entry?.outcome;
 }
 
 /** Evidence entries: a continuity-break archive and a quarantine entry, written `ageDays` ago. */

@@ -136,5 +136,5 @@ export function outcomeOf(
   version: string,
 ): string | undefined {
   const entry = report.entries.filter((e) => e.id === versionId(companyId, skillId, version)).at(-1);
-  return entry?.outcome === "skipped" ? entry.reason : entry?.outcome;
+  return entry?.outcome === "skipped" || entry?.outcome === "noted" ? entry.reason : entry?.outcome;
 }

@@ -79,7 +79,7 @@ export async function retireOrSkip(
   try {
     return await retire(target, prefix);
   } catch (error) {
-    if (isGone(error)) ctx.report.skip(id, "vanished", extra);
+    if (isGone(error)) ctx.report.note(id, "vanished", extra);
     else if (error instanceof RetireRefused) ctx.report.skip(id, error.reason, extra);
     else throw error;
     return null;
@@ -151,7 +151,7 @@ export async function remove(ctx: Ctx, item: Deletion): Promise<boolean> {
     }
     bytes = null;
   }
-  if (bytes === null) ctx.report.skip(item.rel, "vanished", extra);
+  if (bytes === null) ctx.report.note(item.rel, "vanished", extra);
   else ctx.report.removedEntry(item.rel, bytes, extra);
   return true;
 }

@@ -201,7 +201,7 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
       if (isGone(error)) {
         // A concurrent instance sweep restored it after this job committed (README: the
         // one window left): nothing is lost, the restored copy expires again later.
-        ctx.report.skip(item.rel, "vanished", { companyId: item.companyId });
+        ctx.report.note(item.rel, "vanished", { companyId: item.companyId });
       } else {
         // `.retiring-*` stays, with no `current`: the next batch restores it and decides again.
         ctx.report.failed(item.rel, "rename_failed", { companyId: item.companyId });

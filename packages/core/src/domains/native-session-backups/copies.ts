@@ -90,7 +90,7 @@ export async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): 
       retiring.push({ session, path: to, facts: now });
     } catch (error) {
       if (isGone(error)) {
-        ctx.report.skip(id, "vanished", { companyId });
+        ctx.report.note(id, "vanished", { companyId });
         continue;
       }
       if (!(error instanceof RetireRefused)) {

@@ -25,7 +25,9 @@ export async function expireEvidence(batch: Batch, prepared: Prepared): Promise<
     const archiveDir = entry.key.split("/")[1] === CONTINUITY_BREAKS_DIR ? folder : undefined;
     const verdict = judgeEvidence(entry, judge);
     if (!verdict.remove) {
-      ctx.report.skip(id, verdict.reason);
+      // Gone since it was listed: noted, not a skip (nothing is kept).
+      if (verdict.reason === "vanished") ctx.report.note(id, "vanished");
+      else ctx.report.skip(id, verdict.reason);
       if (verdict.dueAt && (nextDue === null || verdict.dueAt < nextDue)) nextDue = verdict.dueAt;
       again ||= verdict.busy === true;
       continue;

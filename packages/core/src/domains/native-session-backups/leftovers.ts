@@ -70,7 +70,7 @@ export async function finishLeftovers(
     } catch (error) {
       if (!isGone(error)) throw error;
       // Another job moved it first: none of the others is dropped (one may be the only copy).
-      ctx.report.skip(leftover(restore), "vanished", { companyId });
+      ctx.report.note(leftover(restore), "vanished", { companyId });
       ctx.continueNow();
       return "wait";
     }
@@ -78,7 +78,7 @@ export async function finishLeftovers(
     // `current` was written meanwhile: every `.retiring-*` is superseded, at the next batch.
     if (!restored) return "wait";
     await ctx.faults.hit("native-session-backups.after-restore-rename");
-    ctx.report.skip(copyRel(session.name), "unconfirmed_copy_restored", { companyId });
+    ctx.report.note(copyRel(session.name), "unconfirmed_copy_restored", { companyId });
     superseded = unconfirmed.filter((p) => p !== restore);
   }
   for (const stale of superseded) {

@@ -198,7 +198,8 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
         ctx.retryLater();
       } else {
         // Gone between the recheck and the rename: its bytes still get an outcome.
-        ctx.report.skip(id, error.reason === "missing" ? "vanished" : error.reason, { companyId });
+        if (error.reason === "missing") ctx.report.note(id, "vanished", { companyId });
+        else ctx.report.skip(id, error.reason, { companyId });
       }
       continue;
     }

@@ -205,7 +205,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     if (entry.kind === "missing") {
       // Listed, then gone before the survey read it (evicted elsewhere, rebuilt): the
       // diagnosis still lists every entry it looked at.
-      ctx.report.skip(id, "vanished", { companyId });
+      ctx.report.note(id, "vanished", { companyId });
       continue;
     }
     const row = facts.versions.get(entry.key) ?? null;
@@ -251,7 +251,8 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
         ctx.report.skip(id, "directory_changed", { companyId });
         ctx.retryLater();
       } else {
-        ctx.report.skip(id, error.reason === "missing" ? "vanished" : error.reason, { companyId });
+        if (error.reason === "missing") ctx.report.note(id, "vanished", { companyId });
+        else ctx.report.skip(id, error.reason, { companyId });
       }
       continue;
     }
