@@ -380,7 +380,7 @@ describe("stopping early", () => {
     const entries = (report.entries ?? []).filter((e) => e.id === `native-workspace-sync/${run}`);
     expect(entries.map((e) => [e.outcome, e.reason ?? null])).toEqual([
       ["candidate", "no_sync_reference"],
-      ["skipped", "vanished"],
+      ["noted", "vanished"],
     ]);
   });
 
