@@ -61,3 +61,4 @@ export type { RecoveryFailure } from "./quarantine/pack-recovery";
 export { realPublishFs, type PublishFs } from "./quarantine/publish-fs";
 export { quoteAlternate } from "./quarantine/git-env";
 export type { Clock, Timer } from "./quarantine/timing";
+export * from "./tree-snapshot";
