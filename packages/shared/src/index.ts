@@ -62,3 +62,4 @@ export { realPublishFs, type PublishFs } from "./quarantine/publish-fs";
 export { quoteAlternate } from "./quarantine/git-env";
 export type { Clock, Timer } from "./quarantine/timing";
 export * from "./tree-snapshot";
+export * from "./git";
