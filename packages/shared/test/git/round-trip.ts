@@ -114,3 +114,29 @@ export async function repoFacts(dir: string, options: { leaveOut?: boolean } = {
     origHead: (await run(["rev-parse", "-q", "--verify", "ORIG_HEAD"])).trim(),
   };
 }
+
+/** The capture's manifest without storing the payload (the stream is drained). */
+export async function captureManifest(dir: string, options: Partial<CaptureOptions> = {}): Promise<RestoreManifest> {
+  const capture = await captureWorktree(dir, { base: { kind: "remote" }, ...options });
+  try {
+    for await (const chunk of capture.stream) void chunk;
+    return await capture.manifest;
+  } finally {
+    await capture.dispose();
+  }
+}
+
+/** A clone of a fresh remote with an unpushed commit, a modified file and an untracked file. */
+export async function busyWorktree(root: string): Promise<{ work: string; remote: { bare: string; seed: string } }> {
+  const { makeRemote, clone } = await import("./fixture");
+  const remote = await makeRemote(root, { "a.txt": "a\n", "b.txt": "b\n", "c.sh": "echo\n" });
+  const work = await clone(remote, path.join(root, "work"));
+  const { writeFile } = await import("node:fs/promises");
+  await writeFile(path.join(work, ".gitignore"), "*.log\n");
+  await git(work, ["add", ".gitignore"]);
+  await git(work, ["commit", "-q", "-m", "unpushed"]);
+  await writeFile(path.join(work, "a.txt"), "a changed\n");
+  await writeFile(path.join(work, "new.txt"), "untracked\n");
+  await writeFile(path.join(work, "kept.log"), "ignored\n");
+  return { work, remote };
+}
