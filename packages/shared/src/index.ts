@@ -67,3 +67,5 @@ export { realPublishFs, type PublishFs } from "./quarantine/publish-fs";
 export { quoteAlternate } from "./quarantine/git-env";
 export { systemClock, type Clock } from "./clock";
 export type { Timer } from "./quarantine/timing";
+export * from "./tree-snapshot";
+export * from "./git";

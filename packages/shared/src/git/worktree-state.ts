@@ -1,0 +1,268 @@
+/**
+ * One reading of a worktree, shared by capture, verify and apply: HEAD, the index, which
+ * tracked paths differ from HEAD (and which of them are gone), untracked and ignored files
+ * (with the exclusions), history (HEAD reflog, ORIG_HEAD, the scope's branches and their
+ * reflogs) and remote-tracking refs. Everything that makes a worktree uncapturable is refused
+ * here, with the spec's reason, so verify sees a refusal appear too.
+ *
+ * Classification is one `git status --porcelain=v2 -z --untracked-files=all
+ * --ignored=matching --no-renames` (content based: git re-hashes stat-dirty files in memory,
+ * and GIT_OPTIONAL_LOCKS=0 keeps it from writing the index).
+ */
+import { lstat, readdir, readFile } from "node:fs/promises";
+import path from "node:path";
+import { CaptureRefusedError, GitRestoreError } from "./errors";
+import { isEnvFile, isLeftOutOfIgnored, NESTED_CHECKOUTS_DIRECTORY } from "./exclusions";
+import { parseIndex, type IndexEntry } from "./index-file";
+import type { SafeRepository } from "./safe-git";
+
+/** What belongs to the capture (spec, "Nested project repository worktrees"). */
+export type CaptureScope =
+  /** A standalone clone: every local branch and tag is the checkout's own. */
+  | { kind: "clone" }
+  /**
+   * A worktree of a shared clone: its HEAD, HEAD reflog, ORIG_HEAD, per-worktree index, its
+   * checked-out branch and every branch under `branchPrefix` (`paperclip/<id>/`).
+   */
+  | { kind: "worktree"; branchPrefix?: string };
+
+export interface RefValue {
+  name: string;
+  oid: string;
+}
+
+export interface WorktreeState {
+  head: { oid: string; ref: string | null };
+  index: { version: number; entries: IndexEntry[] };
+  /** Normalized `git status` records of tracked paths that differ from HEAD or the index. */
+  trackedStatus: string[];
+  /** Tracked paths (changed from HEAD) present in the worktree: saved as files. */
+  trackedPresent: string[];
+  /** Tracked paths (in HEAD or the index) that are gone from the worktree. */
+  deleted: string[];
+  untracked: string[];
+  ignored: string[];
+  headReflog: Buffer;
+  origHead: string | null;
+  /** The scope's branches (and, for a clone, tags), sorted. */
+  refs: RefValue[];
+  refReflogs: { name: string; log: Buffer }[];
+  /** refs/remotes/*, sorted, and their reflogs. */
+  remoteTracking: RefValue[];
+  remoteTrackingReflogs: { name: string; log: Buffer }[];
+}
+
+export interface ReadOptions {
+  scope: CaptureScope;
+  /** Nested `.paperclip-repositories` checkout rules (COMMIT_EDITMSG drafts). */
+  nested?: boolean;
+}
+
+const SPECIAL_STATE = [
+  "MERGE_HEAD",
+  "CHERRY_PICK_HEAD",
+  "REVERT_HEAD",
+  "BISECT_LOG",
+  "BISECT_START",
+  "rebase-merge",
+  "rebase-apply",
+  "sequencer",
+];
+
+async function exists(file: string): Promise<boolean> {
+  return lstat(file).then(
+    () => true,
+    () => false,
+  );
+}
+
+async function readOptional(file: string): Promise<Buffer | null> {
+  return readFile(file).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === "ENOENT") return null;
+    throw error;
+  });
+}
+
+export async function readWorktreeState(repo: SafeRepository, options: ReadOptions): Promise<WorktreeState> {
+  const worktree = repo.worktree;
+  if (worktree === undefined) throw new GitRestoreError("RECLAIM_ERR_GIT_NOT_A_REPOSITORY", `${repo.gitDir} is bare`);
+
+  const special: string[] = [];
+  for (const name of SPECIAL_STATE) if (await exists(path.join(repo.gitDir, name))) special.push(name);
+  if (special.length > 0) throw new CaptureRefusedError("special_git_state", special);
+  if (await exists(path.join(repo.commonDir, "shallow"))) throw new CaptureRefusedError("shallow_history");
+
+  // HEAD
+  const symbolic = await repo.git(["symbolic-ref", "-q", "HEAD"], { okCodes: [0, 1] });
+  const ref = symbolic.code === 0 ? symbolic.stdout.toString().trim() : null;
+  const resolved = await repo.git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], { okCodes: [0, 1] });
+  if (resolved.code !== 0) throw new CaptureRefusedError("unsupported_refs", ["HEAD"], "HEAD has no commit");
+  const head = { oid: resolved.stdout.toString().trim(), ref };
+
+  // Index
+  const indexData = await readOptional(path.join(repo.gitDir, "index"));
+  const index = indexData ? parseIndex(indexData, repo.objectFormat) : { version: 2, entries: [], extensions: [] };
+  const unsupported = index.extensions.filter((sig) => sig === "link" || sig === "sdir");
+  if (unsupported.length > 0) throw new CaptureRefusedError("unsupported_index", unsupported, "split or sparse index");
+  const hidden = index.entries.filter((e) => e.assumeValid || e.skipWorktree).map((e) => e.path);
+  if (hidden.length > 0) throw new CaptureRefusedError("hidden_index_flags", hidden);
+  const gitlinks = index.entries.filter((e) => e.mode === 0o160000).map((e) => e.path);
+  if (gitlinks.length > 0) throw new CaptureRefusedError("submodule", gitlinks);
+
+  // Working tree
+  const status = await repo.git([
+    "status",
+    "--porcelain=v2",
+    "-z",
+    "--untracked-files=all",
+    "--ignored=matching",
+    "--no-renames",
+    "--ignore-submodules=none",
+  ]);
+  const trackedStatus: string[] = [];
+  const changed: string[] = [];
+  const untracked: string[] = [];
+  const ignoredEntries: string[] = [];
+  const nestedRepos: string[] = [];
+  for (const record of status.stdout.toString("utf8").split("\0")) {
+    if (record === "") continue;
+    const type = record[0];
+    if (type === "1" || type === "u") {
+      const fields = type === "1" ? 8 : 10;
+      let at = 0;
+      for (let i = 0; i < fields; i++) at = record.indexOf(" ", at) + 1;
+      const file = record.slice(at);
+      const sub = record.split(" ", 3)[2]!;
+      if (sub.startsWith("S")) throw new CaptureRefusedError("submodule", [file]);
+      trackedStatus.push(record);
+      changed.push(file);
+    } else if (type === "?") {
+      const file = record.slice(2);
+      if (file.endsWith("/")) {
+        if (file.split("/")[0] !== NESTED_CHECKOUTS_DIRECTORY) nestedRepos.push(file);
+        continue;
+      }
+      if (!isEnvFile(file)) untracked.push(file);
+    } else if (type === "!") {
+      ignoredEntries.push(record.slice(2));
+    } else if (type === "2") {
+      throw new GitRestoreError("RECLAIM_ERR_GIT_COMMAND_FAILED", `unexpected rename record ${record}`);
+    }
+  }
+  if (nestedRepos.length > 0) throw new CaptureRefusedError("untracked_nested_repository", nestedRepos);
+
+  const trackedPresent: string[] = [];
+  const deleted: string[] = [];
+  for (const file of changed) {
+    if (await exists(path.join(worktree, file))) trackedPresent.push(file);
+    else deleted.push(file);
+  }
+  const ignored = await expandIgnored(worktree, ignoredEntries);
+
+  // History and refs
+  const headReflog = (await readOptional(path.join(repo.gitDir, "logs", "HEAD"))) ?? Buffer.alloc(0);
+  const origRaw = await readOptional(path.join(repo.gitDir, "ORIG_HEAD"));
+  const origHead = origRaw ? origRaw.toString("utf8").trim() || null : null;
+  const allRefs = await listRefs(repo);
+  const stash = allRefs.filter((r) => r.name === "refs/stash");
+  if (stash.length > 0) throw new CaptureRefusedError("stash", ["refs/stash"]);
+  const refs = allRefs.filter((r) => inScope(r.name, head.ref, options.scope));
+  if (options.scope.kind === "clone") {
+    const odd = allRefs.filter(
+      (r) => !r.name.startsWith("refs/heads/") && !r.name.startsWith("refs/tags/") && !r.name.startsWith("refs/remotes/"),
+    );
+    if (odd.length > 0) throw new CaptureRefusedError("unsupported_refs", odd.map((r) => r.name));
+  }
+  const refReflogs = await reflogsOf(repo, refs);
+  const remoteTracking = allRefs.filter((r) => r.name.startsWith("refs/remotes/"));
+  const remoteTrackingReflogs = await reflogsOf(repo, remoteTracking);
+
+  if (options.nested) await refuseCommitDraft(repo);
+
+  return {
+    head,
+    index: { version: index.version, entries: index.entries },
+    trackedStatus,
+    trackedPresent,
+    deleted,
+    untracked,
+    ignored,
+    headReflog,
+    origHead,
+    refs,
+    refReflogs,
+    remoteTracking,
+    remoteTrackingReflogs,
+  };
+}
+
+function inScope(name: string, headRef: string | null, scope: CaptureScope): boolean {
+  if (name === headRef) return true;
+  if (scope.kind === "clone") return name.startsWith("refs/heads/") || name.startsWith("refs/tags/");
+  return scope.branchPrefix !== undefined && name.startsWith(`refs/heads/${scope.branchPrefix}`);
+}
+
+async function listRefs(repo: SafeRepository): Promise<RefValue[]> {
+  const out = await repo.text(["for-each-ref", "--format=%(objectname) %(refname)"]);
+  return out
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => {
+      const space = line.indexOf(" ");
+      return { oid: line.slice(0, space), name: line.slice(space + 1) };
+    })
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+async function reflogsOf(repo: SafeRepository, refs: RefValue[]): Promise<{ name: string; log: Buffer }[]> {
+  const logs: { name: string; log: Buffer }[] = [];
+  for (const ref of refs) {
+    const log = await readOptional(path.join(repo.commonDir, "logs", ref.name));
+    if (log && log.length > 0) logs.push({ name: ref.name, log });
+  }
+  return logs;
+}
+
+/** Ignored entries as files and links, directories expanded, exclusions applied. */
+async function expandIgnored(worktree: string, entries: string[]): Promise<string[]> {
+  const out: string[] = [];
+  const nested: string[] = [];
+  const walk = async (rel: string): Promise<void> => {
+    const items = await readdir(path.join(worktree, rel), { withFileTypes: true });
+    for (const item of items) {
+      const child = `${rel}/${item.name}`;
+      if (item.name === ".git") {
+        nested.push(`${rel}/`);
+        continue;
+      }
+      if (item.isDirectory()) {
+        if (!isLeftOutOfIgnored(child, true)) await walk(child);
+      } else if (!isLeftOutOfIgnored(child, false)) out.push(child);
+    }
+  };
+  for (const entry of entries) {
+    if (entry.endsWith("/")) {
+      const dir = entry.slice(0, -1);
+      if (isLeftOutOfIgnored(dir, true)) continue;
+      const stat = await lstat(path.join(worktree, dir));
+      if (stat.isDirectory()) await walk(dir);
+      else if (!isLeftOutOfIgnored(dir, false)) out.push(dir);
+    } else if (!isLeftOutOfIgnored(entry, false)) out.push(entry);
+  }
+  if (nested.length > 0) throw new CaptureRefusedError("ignored_nested_repository", nested);
+  return out.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+}
+
+/** A `COMMIT_EDITMSG` draft that matches no commit in the checkout's history. */
+async function refuseCommitDraft(repo: SafeRepository): Promise<void> {
+  const draft = await readOptional(path.join(repo.gitDir, "COMMIT_EDITMSG"));
+  if (!draft) return;
+  const stripped = (await repo.text(["stripspace", "--strip-comments"], { input: draft })).trim();
+  if (stripped === "") return;
+  const messages = await repo.git(["log", "--all", "--reflog", "--format=%B%x00", "--max-count=100000"]);
+  const known = messages.stdout
+    .toString("utf8")
+    .split("\0")
+    .map((m) => m.trim());
+  if (!known.includes(stripped)) throw new CaptureRefusedError("commit_message_draft", ["COMMIT_EDITMSG"]);
+}

@@ -1,0 +1,116 @@
+/**
+ * Resolving entries below a root without following a symbolic link at any level.
+ *
+ * Node has no openat(2). On Linux `/proc/self/fd/<fd>/<name>` is its equivalent: the
+ * descriptor's magic link resolves to the directory that was opened (by identity, whatever
+ * its path is now), and only `name` is looked up inside it. A chain keeps one descriptor per
+ * directory of the current path, each opened with O_DIRECTORY | O_NOFOLLOW and checked by
+ * device and inode against what was seen before, so swapping a parent for a link mid-walk
+ * cannot redirect a read or a write outside the tree. Where /proc is missing the chain falls
+ * back to plain paths; identity checks on every open still refuse a swapped entry.
+ *
+ * Entries must be visited in canonical order (parents before children): `childPath` closes
+ * the descriptors of directories the walk has left.
+ */
+import { constants, existsSync } from "node:fs";
+import { open, type FileHandle } from "node:fs/promises";
+import path from "node:path";
+import { TreeSnapshotError } from "./errors";
+import { parentOf } from "./format";
+
+const PROC_FD = existsSync("/proc/self/fd") ? "/proc/self/fd" : null;
+const O_DIR_NOFOLLOW = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+
+export interface Identity {
+  dev: bigint;
+  ino: bigint;
+}
+
+export class DirChain {
+  private readonly stack: { rel: string; handle: FileHandle }[] = [];
+
+  private constructor(private readonly root: string) {}
+
+  /** Opens `root` (never through a link at its last component) and checks it is `expect`. */
+  static async open(root: string, expect?: Identity): Promise<DirChain> {
+    const chain = new DirChain(path.resolve(root));
+    await chain.push("", chain.root, expect);
+    return chain;
+  }
+
+  /** A path naming `relPath` inside its parent's descriptor (the parent must be on the chain). */
+  childPath(relPath: string): string {
+    if (relPath === "") return this.root;
+    const parent = parentOf(relPath);
+    while (this.stack.length > 0 && this.stack.at(-1)!.rel !== parent) {
+      void this.stack.pop()!.handle.close();
+    }
+    const top = this.stack.at(-1);
+    if (!top) throw new Error(`BUG: ${relPath} visited out of canonical order`);
+    const name = relPath.slice(parent === "" ? 0 : parent.length + 1);
+    return PROC_FD ? `${PROC_FD}/${top.handle.fd}/${name}` : path.join(this.root, relPath);
+  }
+
+  /** A path to list the directory `relPath` (which must be the last one entered). */
+  listingPath(relPath: string): string {
+    const top = this.stack.at(-1);
+    if (!top || top.rel !== relPath) throw new Error(`BUG: ${relPath} is not the current directory`);
+    return PROC_FD ? `${PROC_FD}/${top.handle.fd}` : path.join(this.root, relPath);
+  }
+
+  /**
+   * Leaves every directory that is not an ancestor of `relPath`, awaiting `onLeave` for each
+   * (deepest first) before its descriptor closes: a restore sets modes and times there.
+   */
+  async leaveFor(
+    relPath: string,
+    onLeave?: (rel: string, handle: FileHandle) => Promise<void>,
+  ): Promise<void> {
+    const parent = parentOf(relPath);
+    while (this.stack.length > 1 && this.stack.at(-1)!.rel !== parent) {
+      const { rel, handle } = this.stack.pop()!;
+      try {
+        await onLeave?.(rel, handle);
+      } finally {
+        await handle.close();
+      }
+    }
+  }
+
+  /** Leaves every directory below the root (see leaveFor), then calls `onLeave` for the root. */
+  async leaveAll(onLeave?: (rel: string, handle: FileHandle) => Promise<void>): Promise<void> {
+    await this.leaveFor("\0", onLeave);
+    const root = this.stack[0];
+    if (root) await onLeave?.(root.rel, root.handle);
+  }
+
+  /** Enters directory `relPath`, checking it is still the directory `expect` named. */
+  async enter(relPath: string, expect: Identity): Promise<void> {
+    await this.push(relPath, this.childPath(relPath), expect);
+  }
+
+  async close(): Promise<void> {
+    while (this.stack.length > 0) await this.stack.pop()!.handle.close();
+  }
+
+  private async push(rel: string, at: string, expect?: Identity): Promise<void> {
+    let handle: FileHandle;
+    try {
+      handle = await open(at, O_DIR_NOFOLLOW);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "ELOOP" || code === "ENOTDIR" || code === "ENOENT") {
+        const reason = rel === "" ? "unsafe_root" : "changed_during_capture";
+        throw new TreeSnapshotError(reason, rel, `not a directory any more (${code})`, { cause: error });
+      }
+      throw error;
+    }
+    const stat = await handle.stat({ bigint: true });
+    if (!stat.isDirectory() || (expect && (stat.dev !== expect.dev || stat.ino !== expect.ino))) {
+      await handle.close();
+      const reason = rel === "" ? "unsafe_root" : "changed_during_capture";
+      throw new TreeSnapshotError(reason, rel, "directory was replaced");
+    }
+    this.stack.push({ rel, handle });
+  }
+}

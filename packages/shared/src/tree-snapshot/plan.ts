@@ -1,0 +1,276 @@
+/**
+ * The first pass of a capture: which entries the snapshot holds, in canonical order, with
+ * what lstat saw of each, and the exact encoded size (sealing needs it up front). Nothing is
+ * followed: entries are lstat'ed through a DirChain, links are read with readlink.
+ *
+ * Two selections:
+ *  - `walk`: everything below the root, minus what the caller's `exclude` rule leaves out
+ *    (for example `excludeNodeModulesBesidePackageJson`); the root itself is the first record.
+ *  - `paths`: exactly the listed relative paths (a listed directory brings its whole
+ *    contents), plus the directories that contain them, each a directory record with its own
+ *    mode; the root is not recorded (it belongs to whoever restores into it). This is what a
+ *    git payload passes: `git ls-files` output for untracked and ignored files.
+ */
+import { createHash } from "node:crypto";
+import type { BigIntStats } from "node:fs";
+import { lstat, readdir, readlink } from "node:fs/promises";
+import { DirChain } from "./dir-chain";
+import { TreeSnapshotError } from "./errors";
+import {
+  checkRelativePath,
+  comparePaths,
+  END_BYTES,
+  fileRecordBytes,
+  linkRecordBytes,
+  MAGIC,
+  MAX_PATH_BYTES,
+  parentOf,
+  recordHeaderBytes,
+  utf8Name,
+  type EntryKind,
+  type TreeSnapshotLimits,
+} from "./format";
+
+export interface ExcludeCandidate {
+  /** Relative path, '/'-separated. */
+  path: string;
+  name: string;
+  kind: EntryKind;
+  /** Every name in the same directory (before exclusion). */
+  siblings: ReadonlySet<string>;
+}
+
+/** True leaves the entry (and, for a directory, its whole contents) out of the snapshot. */
+export type ExcludeRule = (candidate: ExcludeCandidate) => boolean;
+
+export type TreeSelection =
+  { kind: "walk"; exclude?: ExcludeRule } | { kind: "paths"; paths: readonly string[] };
+
+/** `node_modules` next to a `package.json`: installing the package recreates it. */
+export const excludeNodeModulesBesidePackageJson: ExcludeRule = ({ name, kind, siblings }) =>
+  name === "node_modules" && kind === "directory" && siblings.has("package.json");
+
+export interface PlannedEntry {
+  path: string;
+  kind: EntryKind;
+  /** Permission bits (0 for links). */
+  mode: number;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+  dev: bigint;
+  ino: bigint;
+  /** File bytes (0 for directories and links). */
+  size: number;
+  /** Link target, for links. */
+  target?: string;
+}
+
+export interface TreePlan {
+  root: string;
+  selection: TreeSelection["kind"];
+  entries: PlannedEntry[];
+  /** Regular files and their bytes. */
+  files: number;
+  fileBytes: number;
+  /** Exact bytes the encoded snapshot will have. */
+  encodedSize: number;
+  /**
+   * SHA-256 over every entry's path, kind, device, inode, mode, size, mtime and ctime as this
+   * pass saw them: a later plan of an unchanged tree has the same value, and any write,
+   * chmod, rename, touch or new entry changes it (ctime cannot be set back from user space).
+   */
+  stateDigest: string;
+}
+
+export interface PlanOptions {
+  selection: TreeSelection;
+  limits: TreeSnapshotLimits;
+  signal?: AbortSignal;
+}
+
+export async function planTree(root: string, options: PlanOptions): Promise<TreePlan> {
+  const rootStat = await lstat(root, { bigint: true }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === "ENOENT" || error.code === "ENOTDIR") {
+      throw new TreeSnapshotError("unsafe_root", "", "root does not exist", { cause: error });
+    }
+    throw error;
+  });
+  if (!rootStat.isDirectory()) {
+    const what = rootStat.isSymbolicLink() ? "a symbolic link" : "not a directory";
+    throw new TreeSnapshotError("unsafe_root", "", `root is ${what}`);
+  }
+  const chain = await DirChain.open(root, { dev: rootStat.dev, ino: rootStat.ino });
+  const planner = new Planner(root, chain, options);
+  try {
+    if (options.selection.kind === "walk") {
+      planner.add(toEntry("", "directory", rootStat));
+      await planner.walk("", options.selection.exclude);
+    } else {
+      await planner.listed(options.selection.paths);
+    }
+  } finally {
+    await chain.close();
+  }
+  return planner.finish(options.selection.kind);
+}
+
+class Planner {
+  readonly entries: PlannedEntry[] = [];
+  private count = 0;
+  private files = 0;
+  private fileBytes = 0;
+
+  constructor(
+    private readonly root: string,
+    private readonly chain: DirChain,
+    private readonly options: PlanOptions,
+  ) {}
+
+  add(entry: PlannedEntry): void {
+    const { limits } = this.options;
+    if (entry.path !== "") {
+      this.count += 1;
+      if (this.count > limits.maxFiles) {
+        throw new TreeSnapshotError("too_many_files", entry.path, `more than ${limits.maxFiles} entries`);
+      }
+    }
+    if (entry.kind === "file") {
+      if (entry.size > limits.maxFileBytes) {
+        throw new TreeSnapshotError(
+          "file_too_large",
+          entry.path,
+          `${entry.size} bytes, over ${limits.maxFileBytes}`,
+        );
+      }
+      this.files += 1;
+      this.fileBytes += entry.size;
+      if (this.fileBytes > limits.maxTotalBytes) {
+        throw new TreeSnapshotError("too_large", entry.path, `files over ${limits.maxTotalBytes} bytes`);
+      }
+    }
+    this.entries.push(entry);
+  }
+
+  /** Adds the contents of directory `relDir` (already entered or the root), depth first. */
+  async walk(relDir: string, exclude?: ExcludeRule): Promise<void> {
+    this.options.signal?.throwIfAborted();
+    if (relDir !== "") await this.chain.enter(relDir, this.entries.at(-1)!);
+    const raw = await readdir(this.chain.listingPath(relDir), { encoding: "buffer" });
+    raw.sort(Buffer.compare);
+    const names = raw.map((name) => utf8Name(name, relDir === "" ? name.toString() : `${relDir}/${name}`));
+    const siblings = new Set(names);
+    for (const name of names) {
+      const rel = relDir === "" ? name : `${relDir}/${name}`;
+      const entry = await this.inspect(rel);
+      if (exclude?.({ path: rel, name, kind: entry.kind, siblings })) continue;
+      this.add(entry);
+      if (entry.kind === "directory") await this.walk(rel, exclude);
+    }
+  }
+
+  async listed(paths: readonly string[]): Promise<void> {
+    const wanted = new Map<string, "listed" | "parent">();
+    for (const raw of paths) {
+      const rel = raw.endsWith("/") ? raw.slice(0, -1) : raw;
+      checkRelativePath(rel, "unsafe_path");
+      wanted.set(rel, "listed");
+      for (let p = parentOf(rel); p !== ""; p = parentOf(p)) {
+        if (!wanted.has(p)) wanted.set(p, "parent");
+      }
+    }
+    const ordered = [...wanted.keys()].sort(comparePaths);
+    // A listed directory brings its contents: skip listed paths inside it (already walked).
+    let inside: string | null = null;
+    for (const rel of ordered) {
+      if (inside !== null && rel.startsWith(`${inside}/`)) continue;
+      inside = null;
+      const entry = await this.inspect(rel);
+      if (wanted.get(rel) === "parent" && entry.kind !== "directory") {
+        throw new TreeSnapshotError("unsafe_path", rel, `a parent of listed paths is a ${entry.kind}`);
+      }
+      this.add(entry);
+      if (entry.kind === "directory") {
+        if (wanted.get(rel) === "listed") {
+          await this.walk(rel);
+          inside = rel;
+        } else {
+          await this.chain.enter(rel, entry);
+        }
+      }
+    }
+  }
+
+  private async inspect(rel: string): Promise<PlannedEntry> {
+    const at = this.chain.childPath(rel);
+    let stat: BigIntStats;
+    try {
+      stat = await lstat(at, { bigint: true });
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "ENOTDIR") {
+        throw new TreeSnapshotError("changed_during_capture", rel, "entry vanished", { cause: error });
+      }
+      throw error;
+    }
+    const kind = kindOf(stat, rel);
+    const entry = toEntry(rel, kind, stat);
+    if (kind === "symlink") {
+      const target = utf8Name(await readlink(at, { encoding: "buffer" }), rel);
+      if (Buffer.byteLength(target) > MAX_PATH_BYTES) {
+        throw new TreeSnapshotError("unsupported_filesystem_entry", rel, "link target is too long");
+      }
+      entry.target = target;
+    }
+    return entry;
+  }
+
+  finish(selection: TreeSelection["kind"]): TreePlan {
+    const state = createHash("sha256").update(`reclaim tree state v1\0${selection}\0`);
+    let encodedSize = MAGIC.length + END_BYTES;
+    for (const e of this.entries) {
+      const pathBytes = Buffer.byteLength(e.path, "utf8");
+      if (e.kind === "file") encodedSize += fileRecordBytes(pathBytes, e.size);
+      else if (e.kind === "symlink") encodedSize += linkRecordBytes(pathBytes, Buffer.byteLength(e.target!));
+      else encodedSize += recordHeaderBytes(pathBytes);
+      state.update(
+        `${e.path}\0${e.kind}\0${e.dev}\0${e.ino}\0${e.mode}\0${e.size}\0${e.mtimeNs}\0${e.ctimeNs}\0${e.target ?? ""}\0`,
+      );
+    }
+    return {
+      root: this.root,
+      selection,
+      entries: this.entries,
+      files: this.files,
+      fileBytes: this.fileBytes,
+      encodedSize,
+      stateDigest: state.digest("hex"),
+    };
+  }
+}
+
+function kindOf(stat: BigIntStats, rel: string): EntryKind {
+  if (stat.isSymbolicLink()) return "symlink";
+  if (stat.isDirectory()) return "directory";
+  if (stat.isFile()) return "file";
+  const what = stat.isFIFO()
+    ? "a FIFO"
+    : stat.isSocket()
+      ? "a socket"
+      : stat.isBlockDevice() || stat.isCharacterDevice()
+        ? "a device"
+        : "a special file";
+  throw new TreeSnapshotError("unsupported_filesystem_entry", rel, `${what} cannot be saved`);
+}
+
+function toEntry(rel: string, kind: EntryKind, stat: BigIntStats): PlannedEntry {
+  return {
+    path: rel,
+    kind,
+    mode: kind === "symlink" ? 0 : Number(stat.mode & 0o7777n),
+    mtimeNs: stat.mtimeNs,
+    ctimeNs: stat.ctimeNs,
+    dev: stat.dev,
+    ino: stat.ino,
+    size: kind === "file" ? Number(stat.size) : 0,
+  };
+}

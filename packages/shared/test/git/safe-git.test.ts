@@ -1,0 +1,120 @@
+/**
+ * Rule: every git command the library runs on a workspace neutralizes what an agent can
+ * plant: hooks, core.fsmonitor, filter drivers, include/includeIf, remote commands,
+ * inherited GIT_* variables and a system or global config. Each planted item writes a
+ * marker file when it runs; the same commands through plain git prove the plants are live.
+ */
+import { chmod, mkdir, readdir, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { openSafeRepository, runSafeGit, remoteEnv } from "../../src/git/safe-git";
+import { cleanup, clone, git, makeRemote, tempDir } from "./fixture";
+
+afterAll(cleanup);
+
+async function plantedRepository(): Promise<{ dir: string; markers: string }> {
+  const root = await tempDir();
+  const remote = await makeRemote(root, { "a.txt": "one\n", "b.txt": "two\n" });
+  const dir = await clone(remote, path.join(root, "work"));
+  const markers = path.join(root, "markers");
+  await mkdir(markers);
+  const script = async (name: string, body = ""): Promise<string> => {
+    const file = path.join(root, `${name}.sh`);
+    await writeFile(file, `#!/bin/sh\ntouch ${markers}/${name}\n${body}`);
+    await chmod(file, 0o755);
+    return file;
+  };
+  const fsmonitor = await script("fsmonitor");
+  const clean = await script("filter", "cat\n");
+  const included = await script("include-fsmonitor");
+  const uploadpack = await script("uploadpack", "exec git-upload-pack \"$@\"\n");
+  for (const hook of ["post-checkout", "reference-transaction", "pre-commit", "post-index-change"]) {
+    const file = path.join(dir, ".git", "hooks", hook);
+    await writeFile(file, `#!/bin/sh\ntouch ${markers}/hook-${hook}\n`);
+    await chmod(file, 0o755);
+  }
+  await git(dir, ["config", "core.fsmonitor", fsmonitor]);
+  await git(dir, ["config", "filter.evil.clean", clean]);
+  await git(dir, ["config", "filter.evil.smudge", clean]);
+  await git(dir, ["config", "filter.evil.required", "true"]);
+  await git(dir, ["config", "remote.origin.uploadpack", uploadpack]);
+  const includeFile = path.join(root, "included.cfg");
+  await writeFile(includeFile, `[filter "sneaky"]\n\tclean = ${included}\n[diff "sneaky"]\n\ttextconv = ${included}\n`);
+  await git(dir, ["config", "include.path", includeFile]);
+  await git(dir, ["config", `includeIf.gitdir:${dir}/.git.path`, includeFile]);
+  await writeFile(path.join(dir, ".git", "info", "attributes"), "*.txt filter=evil\n*.md filter=sneaky diff=sneaky\n");
+  await writeFile(path.join(dir, "a.txt"), "changed\n");
+  await writeFile(path.join(dir, "c.md"), "new\n");
+  return { dir, markers };
+}
+
+async function exercise(run: (args: string[]) => Promise<unknown>): Promise<void> {
+  await run(["status", "--porcelain=v2"]);
+  await run(["diff-files"]);
+  await run(["add", "-A"]);
+  await run(["update-ref", "refs/heads/probe", "HEAD"]);
+  await run(["checkout", "-q", "-b", "other"]);
+  await run(["checkout", "-q", "HEAD", "--", "b.txt"]);
+  await run(["ls-remote", "origin"]);
+  await run(["fetch", "-q", "origin"]);
+}
+
+describe("safe git runner", () => {
+  it("runs none of a planted fsmonitor, filter, hook, include or upload-pack command", async () => {
+    const { dir, markers } = await plantedRepository();
+    const repo = await openSafeRepository(dir);
+    await exercise((args) => repo.git(args));
+    expect(await readdir(markers)).toEqual([]);
+    expect(repo.plantedConfig).toEqual(
+      expect.arrayContaining([
+        "core.fsmonitor",
+        "filter.evil.clean",
+        "filter.sneaky.clean",
+        "diff.sneaky.textconv",
+        "remote.origin.uploadpack",
+        "include.path",
+      ]),
+    );
+  });
+
+  it("the same commands through plain git run every plant (the test can fail)", async () => {
+    const { dir, markers } = await plantedRepository();
+    await exercise((args) => git(dir, args));
+    const ran = await readdir(markers);
+    for (const name of ["fsmonitor", "filter", "include-fsmonitor", "uploadpack", "hook-post-checkout", "hook-reference-transaction"]) {
+      expect(ran).toContain(name);
+    }
+  });
+
+  it("ignores inherited GIT_* variables and a global config", async () => {
+    const root = await tempDir();
+    const remote = await makeRemote(root);
+    const dir = await clone(remote, path.join(root, "work"));
+    const global = path.join(root, "global.cfg");
+    await writeFile(global, `[core]\n\thooksPath = ${root}/nowhere\n[user]\n\tname = Planted\n`);
+    const inherited = {
+      ...process.env,
+      GIT_DIR: path.join(root, "remote.git"),
+      GIT_CONFIG_GLOBAL: global,
+      GIT_CONFIG_PARAMETERS: "'core.fsmonitor'='touch x'",
+      GIT_CONFIG_COUNT: "1",
+      GIT_CONFIG_KEY_0: "user.name",
+      GIT_CONFIG_VALUE_0: "Planted",
+    };
+    const repo = await openSafeRepository(dir, { inherited });
+    expect(repo.worktree).toBe(dir);
+    expect((await repo.text(["config", "user.name"]).catch(() => "unset")).trim()).not.toBe("Planted");
+    expect((await repo.text(["rev-parse", "--absolute-git-dir"])).trim()).toBe(path.join(dir, ".git"));
+    const env = remoteEnv(inherited);
+    expect(Object.keys(env).filter((k) => k.startsWith("GIT_") && k === "GIT_DIR")).toEqual([]);
+    const out = await runSafeGit(["config", "--get", "core.hooksPath"], { cwd: root, env });
+    expect(out.stdout.toString()).not.toContain("nowhere");
+  });
+
+  it("refuses remote protocols that run commands (ext::)", async () => {
+    const root = await tempDir();
+    await expect(
+      runSafeGit(["ls-remote", `ext::sh -c touch% ${root}/ext-marker`], { cwd: root, env: remoteEnv() }),
+    ).rejects.toMatchObject({ code: "RECLAIM_ERR_GIT_COMMAND_FAILED" });
+    expect(await readdir(root)).not.toContain("ext-marker");
+  });
+});
