@@ -28,11 +28,11 @@
  * `plantedConfig` lists the keys that were neutralized, for callers whose rule is to refuse
  * such a repository (`unsupported_base_git_config`).
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync } from "node:fs";
 import { realpath, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { spawnGit } from "../git-process";
 import { GitRestoreError } from "./errors";
 
 let emptyDirectory: string | undefined;
@@ -121,7 +121,8 @@ export function neutralBaseEnv(inherited: NodeJS.ProcessEnv = process.env): Node
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(inherited)) {
     if (name.startsWith("GIT_")) continue;
-    if (["HOME", "XDG_CONFIG_HOME", "SSH_ASKPASS", "EDITOR", "VISUAL", "PAGER", "LESS"].includes(name)) continue;
+    if (["HOME", "XDG_CONFIG_HOME", "SSH_ASKPASS", "EDITOR", "VISUAL", "PAGER", "LESS"].includes(name))
+      continue;
     env[name] = value;
   }
   const empty = emptyDir();
@@ -169,48 +170,16 @@ export interface RunOptions {
  * settles after git exited. Rejects with RECLAIM_ERR_GIT_COMMAND_FAILED on another exit code.
  */
 export function runSafeGit(args: string[], options: RunOptions): Promise<GitResult> {
-  const { signal } = options;
-  if (signal?.aborted) return Promise.reject(signal.reason);
-  return new Promise((resolve, reject) => {
-    const child = spawn("git", ["--no-pager", ...withTransportCommands(args)], {
-      cwd: options.cwd,
-      env: options.env,
-      detached: true,
-      stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
-    });
-    const stdout: Buffer[] = [];
-    let stderr = "";
-    child.stdout!.on("data", (chunk: Buffer) => stdout.push(chunk));
-    child.stderr!.on("data", (chunk: Buffer) => {
-      stderr = (stderr + chunk.toString()).slice(-4000);
-    });
-    const kill = (): void => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
-      } catch {
-        // already gone
-      }
-    };
-    signal?.addEventListener("abort", kill, { once: true });
-    if (options.input !== undefined) {
-      child.stdin!.on("error", () => undefined);
-      child.stdin!.end(options.input);
-    }
-    child.on("error", (error) => {
-      signal?.removeEventListener("abort", kill);
-      reject(new GitRestoreError("RECLAIM_ERR_GIT_COMMAND_FAILED", `git ${args.join(" ")}: ${error.message}`, { cause: error }));
-    });
-    child.on("close", (code, killedBy) => {
-      signal?.removeEventListener("abort", kill);
-      const result = { stdout: Buffer.concat(stdout), stderr, code: code ?? -1 };
-      if (signal?.aborted) reject(signal.reason);
-      else if ((options.okCodes ?? [0]).includes(code ?? -1)) resolve(result);
-      else {
-        const how = killedBy ? `killed by ${killedBy}` : `exit ${code}`;
-        reject(new GitRestoreError("RECLAIM_ERR_GIT_COMMAND_FAILED", `git ${args.join(" ")}: ${how}: ${stderr.trim()}`));
-      }
-    });
-  });
+  return spawnGit(
+    ["--no-pager", ...withTransportCommands(args)],
+    options,
+    (detail, cause) =>
+      new GitRestoreError(
+        "RECLAIM_ERR_GIT_COMMAND_FAILED",
+        `git ${args.join(" ")}: ${detail}`,
+        cause ? { cause } : undefined,
+      ),
+  );
 }
 
 /**
@@ -244,7 +213,10 @@ export interface SafeRepository {
   readonly plantedConfig: readonly string[];
   /** The neutral environment every command of this repository runs with. */
   readonly env: NodeJS.ProcessEnv;
-  git(args: string[], options?: { input?: string | Buffer; signal?: AbortSignal; okCodes?: number[] }): Promise<GitResult>;
+  git(
+    args: string[],
+    options?: { input?: string | Buffer; signal?: AbortSignal; okCodes?: number[] },
+  ): Promise<GitResult>;
   /** stdout as text. */
   text(args: string[], options?: { input?: string | Buffer; signal?: AbortSignal }): Promise<string>;
 }
@@ -268,7 +240,14 @@ export async function openSafeRepository(
     // GIT_CEILING_DIRECTORIES: discovery never climbs out of `dir` into a parent repository.
     const env = { ...base, GIT_CEILING_DIRECTORIES: path.dirname(root) };
     const out = await runSafeGit(
-      ["rev-parse", "--absolute-git-dir", "--git-common-dir", "--is-bare-repository", "--git-path", "objects"],
+      [
+        "rev-parse",
+        "--absolute-git-dir",
+        "--git-common-dir",
+        "--is-bare-repository",
+        "--git-path",
+        "objects",
+      ],
       { cwd: root, env, signal: options.signal },
     );
     facts = out.stdout.toString("utf8").split("\n");
@@ -281,7 +260,8 @@ export async function openSafeRepository(
   const objectsDir = await realpath(path.resolve(root, facts[3]!));
   if (!bare) {
     const top = await stat(path.join(root, ".git")).catch(() => undefined);
-    if (!top) throw new GitRestoreError("RECLAIM_ERR_GIT_NOT_A_REPOSITORY", `${root} is not a work tree's top level`);
+    if (!top)
+      throw new GitRestoreError("RECLAIM_ERR_GIT_NOT_A_REPOSITORY", `${root} is not a work tree's top level`);
   }
 
   // Everything the local config (and worktree config, and what they include) sets.
@@ -306,7 +286,11 @@ export async function openSafeRepository(
       if (!dynamic.some(([k]) => k === key)) dynamic.push([key, neutral]);
     } else if (COMMAND_KEYS.test(key.toLowerCase())) planted.add(key);
   }
-  const env = configEnv([...staticOverrides(), ...dynamic], { ...neutralBaseEnv(options.inherited), GIT_DIR: gitDir, ...(bare ? {} : { GIT_WORK_TREE: root }) });
+  const env = configEnv([...staticOverrides(), ...dynamic], {
+    ...neutralBaseEnv(options.inherited),
+    GIT_DIR: gitDir,
+    ...(bare ? {} : { GIT_WORK_TREE: root }),
+  });
   const objectFormat = (
     await runSafeGit(["rev-parse", "--show-object-format"], { cwd: root, env, signal: options.signal })
   ).stdout
@@ -322,9 +306,12 @@ export async function openSafeRepository(
     objectFormat: objectFormat || "sha1",
     plantedConfig: [...planted].sort(),
     env,
-    git: (args, o = {}) => runSafeGit(args, { cwd, env, input: o.input, signal: o.signal ?? options.signal, okCodes: o.okCodes }),
+    git: (args, o = {}) =>
+      runSafeGit(args, { cwd, env, input: o.input, signal: o.signal ?? options.signal, okCodes: o.okCodes }),
     text: async (args, o = {}) =>
-      (await runSafeGit(args, { cwd, env, input: o.input, signal: o.signal ?? options.signal })).stdout.toString("utf8"),
+      (
+        await runSafeGit(args, { cwd, env, input: o.input, signal: o.signal ?? options.signal })
+      ).stdout.toString("utf8"),
   };
   return repo;
 }
