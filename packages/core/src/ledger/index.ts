@@ -4,3 +4,4 @@ export * from "./cursors";
 export * from "./reports";
 export * from "./report-totals";
 export * from "./report-stats";
+export * from "./item-deadlines";
