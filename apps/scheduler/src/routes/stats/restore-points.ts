@@ -8,6 +8,7 @@ import { errorBody } from "../schemas";
 export const statsRestorePointsRoute = route({
   method: "GET",
   url: "/v1/stats/restore-points",
+  operationId: "getRestorePointStats",
   summary: "One company's restore points by status: count, bytes, oldest and newest",
   query: z.object({ companyId: z.uuid() }),
   responses: {

@@ -10,10 +10,17 @@ import { filterQuery, rangeQuery, seriesBody, statsFilter, statsRange } from "./
 
 const errors = { 400: errorBody, 404: errorBody, 501: errorBody };
 
-function seriesRoute(url: string, summary: string, outcome: string, by: "domain" | "reason") {
+function seriesRoute(
+  url: string,
+  operationId: string,
+  summary: string,
+  outcome: string,
+  by: "domain" | "reason",
+) {
   return route({
     method: "GET",
     url,
+    operationId,
     summary,
     query: z.object({ ...filterQuery, ...rangeQuery }),
     responses: { 200: seriesBody(by), ...errors },
@@ -37,6 +44,7 @@ function seriesRoute(url: string, summary: string, outcome: string, by: "domain"
 
 export const statsReclaimedRoute = seriesRoute(
   "/v1/stats/reclaimed",
+  "getReclaimedSeries",
   "Bytes and entries removed per bucket, one series per domain",
   "removed",
   "domain",
@@ -44,6 +52,7 @@ export const statsReclaimedRoute = seriesRoute(
 
 export const statsSkipsRoute = seriesRoute(
   "/v1/stats/skips",
+  "getSkipSeries",
   "Entries kept per bucket, one series per skip reason",
   "skipped",
   "reason",

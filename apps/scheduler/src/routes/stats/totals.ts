@@ -19,6 +19,7 @@ const window = z.object({
 export const statsTotalsRoute = route({
   method: "GET",
   url: "/v1/stats/totals",
+  operationId: "getStatsTotals",
   summary: "Per domain: entries and bytes reclaimed, kept and failed over the last 24 h, 7 d and 30 d",
   query: z.object(filterQuery),
   responses: {
