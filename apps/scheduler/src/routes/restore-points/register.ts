@@ -3,7 +3,13 @@
  * Answers 201 with the `pending` row, whose `id` and `storageKey` the capture seals into.
  * A pending row never activated within one hour is treated as abandoned and deleted.
  */
-import { boundedJson, Prisma, registerRestorePoint, RESTORE_POINT_KINDS, storableString } from "@reclaim/core";
+import {
+  boundedJson,
+  Prisma,
+  registerRestorePoint,
+  RESTORE_POINT_KINDS,
+  storableString,
+} from "@reclaim/core";
 import { z } from "zod";
 import { errorBody } from "../schemas";
 import { route } from "../route";
