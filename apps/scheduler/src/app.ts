@@ -23,6 +23,7 @@ import { readyRoute } from "./routes/ready";
 import { reportRoute } from "./routes/report";
 import { reportsRoute } from "./routes/reports";
 import { restorePointRoutes } from "./routes/restore-points";
+import { statsRoutes } from "./routes/stats";
 import type { Route } from "./routes/route";
 import { sweepsRoute } from "./routes/sweeps";
 import { parseInput } from "./validation";
@@ -108,6 +109,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     deadlinesRoute,
     domainsRoute,
     ...restorePointRoutes,
+    ...statsRoutes,
     metricsRoute(new Metrics(deps)),
     docsRoute(document),
   ) as unknown;

@@ -25,3 +25,13 @@ export { GitRestoreError, CaptureRefusedError, type GitRestoreErrorCode, type Re
 export { REGENERABLE_DIRECTORIES, isEnvFile, isLeftOutOfIgnored } from "./exclusions";
 export { openSafeRepository, remoteEnv, runSafeGit, type SafeRepository } from "./safe-git";
 export type { CaptureScope } from "./worktree-state";
+export {
+  takeGitLocks,
+  breakLeftoverGitLocks,
+  gitLockFiles,
+  headRefOf,
+  GitLocksBusy,
+  GIT_LOCK_MARKER,
+  type HeldGitLocks,
+  type TakeOptions as GitLockOptions,
+} from "./lock-files";
