@@ -485,6 +485,17 @@ describe("response shapes", () => {
       "limit",
     ]);
   });
+
+  it("docs give every operation a unique operationId and the document a servers entry (Redocly lint)", async () => {
+    const docs = await call("GET", "/docs");
+    expect(docs.body.servers).toEqual([expect.objectContaining({ url: "/" })]);
+    const ids = Object.values(docs.body.paths as Record<string, Record<string, { operationId?: unknown }>>)
+      .flatMap((operations) => Object.values(operations))
+      .map((operation) => operation.operationId);
+    expect(ids.length).toBeGreaterThan(10);
+    for (const id of ids) expect(id).toMatch(/^[a-z][A-Za-z]+$/);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
 });
 
 it("GET /v1/domains never shows secrets from the environment", async () => {

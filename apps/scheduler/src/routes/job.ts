@@ -48,6 +48,7 @@ export async function jobStatus(deps: import("../deps").ApiDeps, jobId: string) 
 export const jobRoute = route({
   method: "GET",
   url: "/v1/jobs/:jobId",
+  operationId: "getJob",
   summary: "A job's state and report",
   params: jobParams,
   responses: {

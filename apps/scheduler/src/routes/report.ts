@@ -6,6 +6,7 @@ import { route } from "./route";
 export const reportRoute = route({
   method: "GET",
   url: "/v1/reports/:reportId",
+  operationId: "getReport",
   summary: "One batch report with every entry it looked at",
   params: z.object({ reportId: z.uuid() }),
   responses: { 200: z.object({ report }), 400: errorBody, 404: errorBody },

@@ -19,6 +19,7 @@ import { companyParams, restorePointBody } from "./schemas";
 export const registerRestorePointRoute = route({
   method: "POST",
   url: "/v1/companies/:companyId/restore-points",
+  operationId: "registerRestorePoint",
   summary: "Register a restore point (pending) and get the storage key to seal it into",
   params: companyParams,
   body: z.object({

@@ -31,6 +31,7 @@ export const reopenResult = z.object({
 export const reopenRoute = route({
   method: "POST",
   url: "/v1/companies/:companyId/execution-workspaces/:workspaceId/reopen",
+  operationId: "reopenExecutionWorkspace",
   summary: "Reopen a closed execution workspace, restoring it from its restore point",
   params: z.object({ companyId: z.uuid(), workspaceId: z.uuid() }),
   query: z.object({

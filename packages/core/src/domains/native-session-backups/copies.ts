@@ -135,7 +135,10 @@ export async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): 
   // a `.retiring-*` without this record.
   await confirmRetirements(
     tx,
-    batch.applied.expiring.map((e) => ({ path: path.relative(batch.applied.root, e.retiring), companyId: e.companyId })),
+    batch.applied.expiring.map((e) => ({
+      path: path.relative(batch.applied.root, e.retiring),
+      companyId: e.companyId,
+    })),
   );
   batch.applied.clearedTaskSessions = (await deleteTaskSessions(tx, taskSessions)).length;
   return handled;

@@ -111,7 +111,12 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
 
 export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Applied> {
   const unavailable = await unavailableRules(tx, SOURCES, ctx.config.assumeEmpty);
-  const judge = { now: ctx.startedAt, windowMs: ctx.config.windowMs, isLive: recordedProcessIsLive, unavailable };
+  const judge = {
+    now: ctx.startedAt,
+    windowMs: ctx.config.windowMs,
+    isLive: recordedProcessIsLive,
+    unavailable,
+  };
   const isFolder = (f: FolderSurvey) => f.kind === "directory" && f.stats !== null;
   // 1. Judge every folder on run state read without any lock (one query): most are kept, and
   //    a kept folder's run is never locked.

@@ -233,7 +233,9 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
       continue;
     }
     // Only a version that can be rebuilt loses its cache (a dry run asks too, as the real run would).
-    const unrebuildable = row?.version_exists ? judgeRebuild(row, await probePackage(ctx, companyId, row)) : null;
+    const unrebuildable = row?.version_exists
+      ? judgeRebuild(row, await probePackage(ctx, companyId, row))
+      : null;
     if (unrebuildable !== null) {
       ctx.report.skip(id, unrebuildable, { companyId, bytes: entry.allocatedBytes });
       if (unrebuildable === "storage_unavailable") ctx.retryLater();
