@@ -137,11 +137,16 @@ export async function writeIndexFile(repo: SafeRepository, entries: IndexEntry[]
   await rename(lock, path.join(repo.gitDir, "index"));
 }
 
-/** `renameRef` maps a captured branch to the target's name (null: not recreated). */
+/**
+ * `renameRef` maps a captured branch to the target's name (null: not recreated). A branch
+ * apply created (`created`) keeps no reflog the capture did not have (a tag that became a
+ * branch, a branch git kept no reflog for).
+ */
 export async function writeHistory(
   repo: SafeRepository,
   history: StagedHistory,
   renameRef: (name: string) => string | null,
+  created: ReadonlySet<string>,
 ): Promise<void> {
   const write = async (file: string, data: Buffer): Promise<void> => {
     await mkdir(path.dirname(file), { recursive: true });
@@ -153,8 +158,14 @@ export async function writeHistory(
   const orig = path.join(repo.gitDir, "ORIG_HEAD");
   if (history.origHead) await write(orig, Buffer.from(`${history.origHead}\n`));
   else await unlink(orig).catch(() => undefined);
+  const logged = new Set<string>();
   for (const log of history.refReflogs) {
     const name = renameRef(log.name);
-    if (name !== null) await write(path.join(repo.commonDir, "logs", name), Buffer.from(log.log, "base64"));
+    if (name === null) continue;
+    logged.add(name);
+    await write(path.join(repo.commonDir, "logs", name), Buffer.from(log.log, "base64"));
+  }
+  for (const name of created) {
+    if (!logged.has(name)) await unlink(path.join(repo.commonDir, "logs", name)).catch(() => undefined);
   }
 }

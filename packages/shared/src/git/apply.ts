@@ -205,7 +205,8 @@ export async function applyPayload(
 
     await writeIndexFile(repo, sections.index.entries);
     await repo.git(["update-index", "-q", "--refresh"], { okCodes: [0, 1] });
-    await writeHistory(repo, sections.history, rename);
+    const created = new Set(manifest.refs.filter((r) => !currentRefs.has(r.name)).map((r) => r.name));
+    await writeHistory(repo, sections.history, rename, created);
 
     const after = await readLive(repo, rules);
     const differences: Difference[] =

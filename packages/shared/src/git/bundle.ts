@@ -25,7 +25,7 @@ import type { RestoreLimits } from "./capture";
 import { CaptureRefusedError } from "./errors";
 import { refuseNestedHistory, type HelperGit } from "./nested-rules";
 import { emptyDir, openSafeRepository, remoteEnv, runSafeGit, type SafeRepository } from "./safe-git";
-import { reflogOids, type CaptureScope, type WorktreeState } from "./worktree-state";
+import { reflogOids, ZERO_OID, type CaptureScope, type WorktreeState } from "./worktree-state";
 
 export type BaseSource =
   { kind: "remote"; url?: string } | { kind: "remote-tracking" } | { kind: "shared"; repository: string };
@@ -113,6 +113,22 @@ async function prerequisitesOf(file: string): Promise<string[]> {
   }
 }
 
+/**
+ * The index's blobs that HEAD's tree does not hold at the same path (staged changes and
+ * conflict stages), read from the status records (`1 XY sub mH mI mW hH hI path`,
+ * `u XY sub m1 m2 m3 mW h1 h2 h3 path`). The rest of the index is in HEAD's commit, which is
+ * in the bundle or the base.
+ */
+function stagedBlobs(state: WorktreeState): string[] {
+  const out = new Set<string>();
+  for (const record of state.trackedStatus) {
+    const fields = record.split(" ");
+    const oids = record[0] === "1" ? (fields[6] === fields[7] ? [] : [fields[7]]) : fields.slice(7, 10);
+    for (const oid of oids) if (oid && !ZERO_OID.test(oid)) out.add(oid);
+  }
+  return [...out].sort();
+}
+
 export async function buildBundle(
   repo: SafeRepository,
   state: WorktreeState,
@@ -148,7 +164,7 @@ export async function buildBundle(
     for (const ref of state.remoteTracking ?? []) candidates.add(ref.oid);
     for (const log of state.remoteTrackingReflogs) for (const oid of reflogOids(log.log)) candidates.add(oid);
   }
-  const blobs = [...new Set(state.index.entries.filter((e) => !e.intentToAdd).map((e) => e.oid))];
+  const blobs = stagedBlobs(state);
   const baseOids = await baseTips(repo, options.base, options.signal);
   const types = await objectTypes(helperGit, [...candidates, ...blobs, ...baseOids]);
   const tips = [...candidates].filter((oid) => types.has(oid)).sort();

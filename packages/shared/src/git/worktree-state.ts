@@ -76,7 +76,7 @@ const SPECIAL_STATE = [
   "sequencer",
 ];
 
-const ZERO_OID = /^0+$/;
+export const ZERO_OID = /^0+$/;
 const OID = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 
 /** The commits a reflog names (old and new side of every entry), in order, with repeats. */
