@@ -25,6 +25,7 @@ import { reportRoute } from "./routes/report";
 import { reportsRoute } from "./routes/reports";
 import { restorePointRoutes } from "./routes/restore-points";
 import { statsRoutes } from "./routes/stats";
+import { reopenRoute } from "./routes/workspaces/reopen";
 import type { Route } from "./routes/route";
 import { sweepsRoute } from "./routes/sweeps";
 import { parseInput } from "./validation";
@@ -110,6 +111,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     deadlinesRoute,
     domainsRoute,
     ...restorePointRoutes,
+    reopenRoute,
     ...statsRoutes,
     metricsRoute(new Metrics(deps)),
     docsRoute(document),
