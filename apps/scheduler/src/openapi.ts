@@ -36,6 +36,7 @@ export function openApiDocument(routes: Route<unknown, unknown, unknown>[], vers
     }
     if (!r.public) responses["401"] ??= { description: "Missing or wrong bearer token" };
     (paths[path] ??= {})[r.method.toLowerCase()] = {
+      operationId: r.operationId,
       summary: r.summary,
       ...(r.public ? { security: [] } : {}),
       parameters: [...parameters(r.params, "path"), ...parameters(r.query, "query")],
@@ -57,6 +58,8 @@ export function openApiDocument(routes: Route<unknown, unknown, unknown>[], vers
       version,
       description: "Frees disk on Paperclip hosts without losing work that cannot be rebuilt.",
     },
+    // Relative: the API is served from wherever this document is (behind any proxy or port).
+    servers: [{ url: "/", description: "This scheduler" }],
     components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
     security: [{ bearer: [] }],
     paths,

@@ -7,6 +7,7 @@ import { route } from "./route";
 export const deadlinesRoute = route({
   method: "GET",
   url: "/v1/deadlines",
+  operationId: "listDeadlines",
   summary: "The deadline ledger: what is scheduled, and why",
   query: z.object({ domain: domainId.optional() }),
   responses: { 200: z.object({ deadlines: z.array(deadline) }), 400: errorBody, 404: errorBody },

@@ -7,6 +7,7 @@ import { route } from "./route";
 export const reportsRoute = route({
   method: "GET",
   url: "/v1/reports",
+  operationId: "listReports",
   summary: "Batch reports, newest first",
   query: z.object({
     domain: domainId.optional(),

@@ -23,6 +23,7 @@ import type { ClaimedDeadline, DeadlineRequest, Scope } from "../ledger";
 import type { Logger } from "../logging";
 import type { JobKind } from "../queue";
 import type { BatchReporter } from "../jobs/batch-reporter";
+import type { WorkspaceReopener } from "../workspaces/reopen/types";
 import type { DomainId } from "./ids";
 
 /** Every domain has at least these two controls. */
@@ -132,6 +133,13 @@ export interface RetentionDomain<C extends DomainControls = DomainControls, P = 
   apply(ctx: JobContext<C>, tx: Tx, prepared: P): Promise<A>;
   /** Phase 3, after commit: deletions, hooks, storage calls. */
   finish?(ctx: JobContext<C>, applied: A): Promise<void>;
+  /**
+   * Restores the workspaces this domain removed, for the reopen route
+   * (POST .../execution-workspaces/:workspaceId/reopen; workspaces/reopen/types.ts). The
+   * reopen worker dispatches a closed row to the first domain whose reopener `matches` it,
+   * whether the domain's retention is enabled or not.
+   */
+  readonly reopener?: WorkspaceReopener<C>;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

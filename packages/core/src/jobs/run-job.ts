@@ -191,6 +191,7 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
       reclaimedBytes: report.reclaimedBytes,
       skipped: report.skipped,
       entries: report.entries,
+      stats: report.tally.list(),
       error,
       nextCursor: cursors.token(),
       cancelled: input.signal.aborted,
