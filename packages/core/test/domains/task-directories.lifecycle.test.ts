@@ -4,20 +4,19 @@
  * removed, and a reopen brings back every byte, mode and link target; a file touched between
  * capture and deletion keeps the directory (`task_directory_changed`); the skip reasons.
  */
-import { randomUUID } from "node:crypto";
-import { chmod, lstat, mkdir, readFile, readlink, symlink, utimes, writeFile } from "node:fs/promises";
+import { utimes } from "node:fs/promises";
 import path from "node:path";
 import { FaultPoints } from "@reclaim/core";
 import { startStack, waitFor, type Stack } from "@reclaim/testkit";
-
-const KEY = "a".repeat(64);
-const ENV = {
-  PAPERCLIP_TASK_DIRECTORY_RETENTION_ENABLED: "true",
-  PAPERCLIP_TASK_DIRECTORY_RETENTION_DRY_RUN: "false",
-  PAPERCLIP_GIT_RESTORE_POINTS_ENABLED: "true",
-  PAPERCLIP_GIT_RESTORE_POINT_TERMINAL_DELAY_DAYS: "0",
-  PAPERCLIP_SECRETS_MASTER_KEY: KEY,
-};
+import {
+  closeEvent as close,
+  exists,
+  snapshotOf,
+  task as makeTask,
+  TASK_ENV as ENV,
+  workspaceRow as rowOf,
+  type Task,
+} from "@reclaim/testkit/src/fixtures/task-directories";
 
 let stack: Stack;
 let touchBeforeRename: (() => Promise<void>) | null = null;
@@ -33,85 +32,9 @@ beforeAll(async () => {
 });
 afterAll(async () => stack?.stop());
 
-interface Task {
-  company: string;
-  issue: string;
-  workspace: string;
-  dir: string;
-}
-
-async function task(opts: { status?: string; closedDaysAgo?: number } = {}): Promise<Task> {
-  const company = randomUUID();
-  const issue = randomUUID();
-  const workspace = randomUUID();
-  const dir = path.join(stack.instanceRoot, "isolated-workspaces", company, issue);
-  const status = opts.status ?? "done";
-  await stack.db.issue.create({
-    data: {
-      id: issue,
-      companyId: company,
-      status,
-      completedAt: status === "done" ? new Date(Date.now() - (opts.closedDaysAgo ?? 10) * 86_400_000) : null,
-    },
-  });
-  await stack.db.executionWorkspace.create({
-    data: {
-      id: workspace,
-      companyId: company,
-      sourceIssueId: issue,
-      mode: "isolated_workspace",
-      strategyType: "project_primary",
-      providerType: "local_fs",
-      cwd: dir,
-    },
-  });
-  await stack.db.issue.update({ where: { id: issue }, data: { executionWorkspaceId: workspace } });
-  await mkdir(path.join(dir, "reports", "deep"), { recursive: true });
-  await writeFile(path.join(dir, "reports", "summary.md"), "# the only copy\n");
-  await writeFile(path.join(dir, "reports", "deep", "data.bin"), Buffer.from([0, 1, 2, 255, 254]));
-  await writeFile(path.join(dir, "run.sh"), "#!/bin/sh\necho hi\n");
-  await chmod(path.join(dir, "run.sh"), 0o750);
-  await symlink("reports/summary.md", path.join(dir, "latest"));
-  await symlink("/etc/passwd", path.join(dir, "outside-link"));
-  await writeFile(path.join(dir, "package.json"), "{}\n");
-  await mkdir(path.join(dir, "node_modules", "left-out"), { recursive: true });
-  await writeFile(path.join(dir, "node_modules", "left-out", "index.js"), "x");
-  return { company, issue, workspace, dir };
-}
-
-async function closeEvent(t: Task) {
-  const r = await stack.api("POST", "/v1/events", {
-    events: [{ type: "issue.changed", companyId: t.company, issueId: t.issue, status: "done" }],
-  });
-  expect(r.status).toBe(202);
-}
-
-const workspaceRow = (t: Task) =>
-  stack.db.executionWorkspace.findUniqueOrThrow({ where: { id: t.workspace } });
-const exists = (p: string) =>
-  lstat(p).then(
-    () => true,
-    () => false,
-  );
-
-async function snapshotOf(dir: string) {
-  const files: Record<string, unknown> = {};
-  const walk = async (rel: string) => {
-    const { readdir } = await import("node:fs/promises");
-    for (const name of (await readdir(path.join(dir, rel))).sort()) {
-      const r = rel ? `${rel}/${name}` : name;
-      const st = await lstat(path.join(dir, r));
-      if (st.isSymbolicLink()) files[r] = { link: await readlink(path.join(dir, r)) };
-      else if (st.isDirectory()) {
-        files[r] = { dir: st.mode & 0o7777 };
-        await walk(r);
-      } else
-        files[r] = { mode: st.mode & 0o7777, bytes: (await readFile(path.join(dir, r))).toString("base64") };
-    }
-  };
-  await walk("");
-  return files;
-}
+const task = () => makeTask(stack);
+const closeEvent = (t: Task) => close(stack, t);
+const workspaceRow = (t: Task) => rowOf(stack, t);
 
 describe("a closed task's directory", () => {
   it("is saved, removed, and restored by a reopen with every byte, mode and link target (local_disk)", async () => {
