@@ -142,7 +142,9 @@ describe("a closed task's directory", () => {
     await closeEvent(t);
     await stack.waitForReports("task-directories", (rs) =>
       rs.some((r) =>
-        r.entries.some((e) => e.id === `isolated-workspaces/${t.company}/${t.issue}` && e.reason === reason),
+        (r.entries ?? []).some(
+          (e) => e.id === `isolated-workspaces/${t.company}/${t.issue}` && e.reason === reason,
+        ),
       ),
     );
     expect(await exists(path.join(t.dir, "run.sh"))).toBe(true);
