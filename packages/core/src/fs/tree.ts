@@ -31,6 +31,19 @@ export function kindOf(info: Stats | null): EntryKind {
   return "other";
 }
 
+/**
+ * What the entry at `target` is, by lstat (its last component is never followed). Only the
+ * last component: a caller below a top folder proves the levels above with proven-dir.ts.
+ */
+export async function entryKind(target: string): Promise<EntryKind> {
+  try {
+    return kindOf(await lstat(target));
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") return "missing";
+    throw error;
+  }
+}
+
 export function sameIdentity(a: Identity | null, b: Identity | null): boolean {
   return a !== null && b !== null && a.dev === b.dev && a.ino === b.ino;
 }
