@@ -6,6 +6,7 @@ import { CALLBACK_QUEUE, echo, ReclaimError } from "@reclaim/core";
 import { Queue } from "bullmq";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import { authHook } from "./auth";
+import { registerConsole } from "./console";
 import { registerDashboard } from "./dashboard";
 import type { ApiDeps } from "./deps";
 import { installErrorHandling } from "./errors";
@@ -23,6 +24,8 @@ import { readyRoute } from "./routes/ready";
 import { reportRoute } from "./routes/report";
 import { reportsRoute } from "./routes/reports";
 import { restorePointRoutes } from "./routes/restore-points";
+import { statsRoutes } from "./routes/stats";
+import { reopenRoute } from "./routes/workspaces/reopen";
 import type { Route } from "./routes/route";
 import { sweepsRoute } from "./routes/sweeps";
 import { parseInput } from "./validation";
@@ -97,7 +100,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   installErrorHandling(app, deps.log);
   // JSON only: any other body type is a 415, not a string for the validators to puzzle over.
   app.removeContentTypeParser(["text/plain"]);
-  app.addHook("onRequest", authHook(options.token));
+  app.addHook("onRequest", authHook(options.token, deps.clock));
 
   const routes: Route<unknown, unknown, unknown>[] = [];
   const document = () => openApiDocument(routes, API_VERSION);
@@ -113,6 +116,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     deadlinesRoute,
     domainsRoute,
     ...restorePointRoutes,
+    reopenRoute,
+    ...statsRoutes,
     metricsRoute(new Metrics(deps)),
     docsRoute(document),
   ) as unknown;
@@ -140,6 +145,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     });
   }
 
+  await registerConsole(app, options.token, deps);
   if (options.dashboard !== false) {
     const queues = [...deps.domains.keys()].map((id) => deps.queues.queue(id));
     const callbacks = new Queue(CALLBACK_QUEUE, { connection: deps.redis, prefix: deps.queuePrefix });

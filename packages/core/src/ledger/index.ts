@@ -3,4 +3,5 @@ export * from "./deadlines";
 export * from "./cursors";
 export * from "./reports";
 export * from "./report-totals";
+export * from "./report-stats";
 export * from "./item-deadlines";

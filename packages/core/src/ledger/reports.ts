@@ -4,6 +4,7 @@
  * structured log line. Bytes are allocated bytes (st_blocks), not file sizes.
  */
 import type { Db, Tx } from "../db";
+import { addReportStats, pruneReportStats, StatsTally, type StatsCell } from "./report-stats";
 import { addReportTotals } from "./report-totals";
 import { companyIdOf, scopeOf, type Scope } from "./scope";
 
@@ -13,7 +14,8 @@ import { companyIdOf, scopeOf, type Scope } from "./scope";
  * before it was acted on, or a leftover was put back (`unconfirmed_copy_restored`). Noted
  * entries are listed with their reason but never counted as skips.
  */
-export type EntryOutcome = "candidate" | "removed" | "kept" | "skipped" | "noted" | "failed";
+export const ENTRY_OUTCOMES = ["candidate", "removed", "kept", "skipped", "noted", "failed"] as const;
+export type EntryOutcome = (typeof ENTRY_OUTCOMES)[number];
 
 /** One entry a check looked at: a folder, a cache version, a restore point... */
 export interface ReportEntry {
@@ -59,6 +61,11 @@ export interface NewReport {
   reclaimedBytes: number;
   skipped: Record<string, number>;
   entries: ReportEntry[];
+  /**
+   * Every entry the batch counted, by company, outcome and reason (BatchReporter's tally);
+   * defaults to a tally of `entries`, which a large batch truncates.
+   */
+  stats?: StatsCell[];
   error: string | null;
   nextCursor: string | null;
   cancelled: boolean;
@@ -92,11 +99,13 @@ export function toBatchReport(row: ReportRow, withEntries = false): BatchReport 
 }
 
 /**
- * Stores a report and adds it to its domain's running totals (report-totals.ts), in the
- * caller's transaction.
+ * Stores a report and adds it to its domain's running totals (report-totals.ts) and to the
+ * hourly rollup (report-stats.ts), in the caller's transaction.
  */
 export async function insertReport(tx: Tx, report: NewReport): Promise<BatchReport> {
   await addReportTotals(tx, report);
+  await addReportStats(tx, report, report.stats ?? StatsTally.of(report.entries).list());
+  await pruneReportStats(tx, report.finishedAt);
   const row = await tx.reclaimBatchReport.create({
     data: {
       jobId: report.jobId,

@@ -13,8 +13,14 @@ export {
   type RestoreLimits,
 } from "./capture";
 export { verifyUnchanged, type VerifyResult, type Difference, type DifferenceKind } from "./verify";
-export { applyPayload, type ApplyResult, type ApplyOptions } from "./apply";
-export { MANIFEST_SCHEMA, serializeManifest, parseManifest, type RestoreManifest } from "./manifest";
+export { applyPayload, renamedManifest, type ApplyResult, type ApplyOptions } from "./apply";
+export {
+  MANIFEST_SCHEMA,
+  serializeManifest,
+  parseManifest,
+  type RestoreManifest,
+  type HistoryDigests,
+} from "./manifest";
 export { GitRestoreError, CaptureRefusedError, type GitRestoreErrorCode, type RefusalReason } from "./errors";
 export { REGENERABLE_DIRECTORIES, isEnvFile, isLeftOutOfIgnored } from "./exclusions";
 export { openSafeRepository, remoteEnv, runSafeGit, type SafeRepository } from "./safe-git";

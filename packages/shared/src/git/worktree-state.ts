@@ -29,6 +29,8 @@ export type CaptureScope =
 export interface RefValue {
   name: string;
   oid: string;
+  /** For an annotated tag: the object it tags. */
+  peeled?: string;
 }
 
 export interface WorktreeState {
@@ -47,9 +49,14 @@ export interface WorktreeState {
   /** The scope's branches (and, for a clone, tags), sorted. */
   refs: RefValue[];
   refReflogs: { name: string; log: Buffer }[];
-  /** refs/remotes/*, sorted, and their reflogs. */
-  remoteTracking: RefValue[];
+  /**
+   * refs/remotes/*, sorted, and their reflogs; `null` for a worktree of a shared clone, whose
+   * remote-tracking refs belong to the shared clone (they stay there and never block).
+   */
+  remoteTracking: RefValue[] | null;
   remoteTrackingReflogs: { name: string; log: Buffer }[];
+  /** Every branch and tag of the repository (for the nested-checkout rules). */
+  allRefs: RefValue[];
 }
 
 export interface ReadOptions {
@@ -69,6 +76,19 @@ const SPECIAL_STATE = [
   "sequencer",
 ];
 
+export const ZERO_OID = /^0+$/;
+const OID = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
+
+/** The commits a reflog names (old and new side of every entry), in order, with repeats. */
+export function reflogOids(log: Buffer | string): string[] {
+  const oids: string[] = [];
+  for (const line of log.toString().split("\n")) {
+    const [oldOid, newOid] = line.split(" ", 2);
+    for (const oid of [oldOid, newOid]) if (oid && OID.test(oid) && !ZERO_OID.test(oid)) oids.push(oid);
+  }
+  return oids;
+}
+
 async function exists(file: string): Promise<boolean> {
   return lstat(file).then(
     () => true,
@@ -85,7 +105,8 @@ async function readOptional(file: string): Promise<Buffer | null> {
 
 export async function readWorktreeState(repo: SafeRepository, options: ReadOptions): Promise<WorktreeState> {
   const worktree = repo.worktree;
-  if (worktree === undefined) throw new GitRestoreError("RECLAIM_ERR_GIT_NOT_A_REPOSITORY", `${repo.gitDir} is bare`);
+  if (worktree === undefined)
+    throw new GitRestoreError("RECLAIM_ERR_GIT_NOT_A_REPOSITORY", `${repo.gitDir} is bare`);
 
   const special: string[] = [];
   for (const name of SPECIAL_STATE) if (await exists(path.join(repo.gitDir, name))) special.push(name);
@@ -101,9 +122,12 @@ export async function readWorktreeState(repo: SafeRepository, options: ReadOptio
 
   // Index
   const indexData = await readOptional(path.join(repo.gitDir, "index"));
-  const index = indexData ? parseIndex(indexData, repo.objectFormat) : { version: 2, entries: [], extensions: [] };
+  const index = indexData
+    ? parseIndex(indexData, repo.objectFormat)
+    : { version: 2, entries: [], extensions: [] };
   const unsupported = index.extensions.filter((sig) => sig === "link" || sig === "sdir");
-  if (unsupported.length > 0) throw new CaptureRefusedError("unsupported_index", unsupported, "split or sparse index");
+  if (unsupported.length > 0)
+    throw new CaptureRefusedError("unsupported_index", unsupported, "split or sparse index");
   const hidden = index.entries.filter((e) => e.assumeValid || e.skipWorktree).map((e) => e.path);
   if (hidden.length > 0) throw new CaptureRefusedError("hidden_index_flags", hidden);
   const gitlinks = index.entries.filter((e) => e.mode === 0o160000).map((e) => e.path);
@@ -167,15 +191,23 @@ export async function readWorktreeState(repo: SafeRepository, options: ReadOptio
   const stash = allRefs.filter((r) => r.name === "refs/stash");
   if (stash.length > 0) throw new CaptureRefusedError("stash", ["refs/stash"]);
   const refs = allRefs.filter((r) => inScope(r.name, head.ref, options.scope));
-  if (options.scope.kind === "clone") {
-    const odd = allRefs.filter(
-      (r) => !r.name.startsWith("refs/heads/") && !r.name.startsWith("refs/tags/") && !r.name.startsWith("refs/remotes/"),
+  // Notes, replacements and other namespaces change what a checkout means (or belong to
+  // nobody): in a standalone clone and in a shared clone alike they keep the worktree.
+  const odd = allRefs.filter(
+    (r) =>
+      !r.name.startsWith("refs/heads/") &&
+      !r.name.startsWith("refs/tags/") &&
+      !r.name.startsWith("refs/remotes/"),
+  );
+  if (odd.length > 0)
+    throw new CaptureRefusedError(
+      "unsupported_refs",
+      odd.map((r) => r.name),
     );
-    if (odd.length > 0) throw new CaptureRefusedError("unsupported_refs", odd.map((r) => r.name));
-  }
   const refReflogs = await reflogsOf(repo, refs);
-  const remoteTracking = allRefs.filter((r) => r.name.startsWith("refs/remotes/"));
-  const remoteTrackingReflogs = await reflogsOf(repo, remoteTracking);
+  const remoteTracking =
+    options.scope.kind === "clone" ? allRefs.filter((r) => r.name.startsWith("refs/remotes/")) : null;
+  const remoteTrackingReflogs = remoteTracking ? await reflogsOf(repo, remoteTracking) : [];
 
   if (options.nested) await refuseCommitDraft(repo);
 
@@ -193,6 +225,7 @@ export async function readWorktreeState(repo: SafeRepository, options: ReadOptio
     refReflogs,
     remoteTracking,
     remoteTrackingReflogs,
+    allRefs,
   };
 }
 
@@ -203,13 +236,15 @@ function inScope(name: string, headRef: string | null, scope: CaptureScope): boo
 }
 
 async function listRefs(repo: SafeRepository): Promise<RefValue[]> {
-  const out = await repo.text(["for-each-ref", "--format=%(objectname) %(refname)"]);
+  // Ref names cannot hold a space; the peeled oid of an annotated tag comes first so the
+  // name can be the rest of the line.
+  const out = await repo.text(["for-each-ref", "--format=%(objectname) %(*objectname) %(refname)"]);
   return out
     .split("\n")
     .filter(Boolean)
-    .map((line) => {
-      const space = line.indexOf(" ");
-      return { oid: line.slice(0, space), name: line.slice(space + 1) };
+    .map((line): RefValue => {
+      const [oid, peeled, ...name] = line.split(" ");
+      return peeled ? { name: name.join(" "), oid: oid!, peeled } : { name: name.join(" "), oid: oid! };
     })
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }

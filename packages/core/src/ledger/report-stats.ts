@@ -1,0 +1,87 @@
+/**
+ * The hourly rollup of report entries (table reclaim_report_stats): per domain, company, hour,
+ * dry run, outcome and reason, how many entries and how many bytes. Every stored report adds
+ * its entries in the transaction that stores it, counted as the batch saw them (a report row
+ * keeps at most MAX_REPORT_ENTRIES entries; the tally counts all). The console and the
+ * `GET /v1/stats/*` routes read aggregates from it, each one query on an index.
+ */
+import type { Tx } from "../db";
+import { sqlFile } from "../db/sql";
+import { ENTRY_OUTCOMES, type ReportEntry } from "./reports";
+import type { Scope } from "./scope";
+
+/** How long rollup rows are kept: longer than the longest range a stats route answers. */
+export const STATS_RETENTION_DAYS = 400;
+/** Old rollup rows one stored report deletes at most: far more than the few it adds. */
+const PRUNE_STATS_PER_REPORT = 200;
+
+export interface StatsCell {
+  /** The entry's company, or null to count it under the report's scope. */
+  companyId: string | null;
+  outcome: string;
+  reason: string;
+  entries: number;
+  bytes: number;
+}
+
+/** Counts entries by (company, outcome, reason) as a batch records them. */
+export class StatsTally {
+  private readonly cells = new Map<string, StatsCell>();
+
+  add(entry: ReportEntry): void {
+    const companyId = entry.companyId ?? null;
+    const reason = entry.reason ?? "";
+    const key = `${companyId ?? ""}\u0000${entry.outcome}\u0000${reason}`;
+    let cell = this.cells.get(key);
+    if (!cell) {
+      cell = { companyId, outcome: entry.outcome, reason, entries: 0, bytes: 0 };
+      this.cells.set(key, cell);
+    }
+    cell.entries += 1;
+    cell.bytes += entry.bytes ?? 0;
+  }
+
+  list(): StatsCell[] {
+    return [...this.cells.values()];
+  }
+
+  static of(entries: readonly ReportEntry[]): StatsTally {
+    const tally = new StatsTally();
+    for (const entry of entries) tally.add(entry);
+    return tally;
+  }
+}
+
+export interface StatsReport {
+  domain: string;
+  scope: Scope;
+  dryRun: boolean;
+  finishedAt: Date;
+}
+
+/** Adds a report's tally to the rollup (the report's own transaction). */
+export async function addReportStats(tx: Tx, report: StatsReport, cells: StatsCell[]): Promise<void> {
+  if (cells.length === 0) return;
+  await tx.$executeRawUnsafe(
+    sqlFile(__dirname, "add-report-stats.sql"),
+    report.domain,
+    report.finishedAt,
+    report.dryRun,
+    cells.map((c) => c.companyId ?? report.scope),
+    cells.map((c) => c.outcome),
+    cells.map((c) => c.reason),
+    cells.map((c) => c.entries),
+    cells.map((c) => c.bytes),
+  );
+}
+
+/** Deletes a few rollup rows past STATS_RETENTION_DAYS (with each stored report). */
+export async function pruneReportStats(tx: Tx, now: Date): Promise<void> {
+  const before = new Date(now.getTime() - STATS_RETENTION_DAYS * 86_400_000);
+  await tx.$executeRawUnsafe(
+    sqlFile(__dirname, "prune-report-stats.sql"),
+    before,
+    [...ENTRY_OUTCOMES],
+    PRUNE_STATS_PER_REPORT,
+  );
+}
