@@ -27,7 +27,7 @@ import {
   type JsonSchema,
   type KnownValues,
 } from "./fuzz/from-schema";
-import { bodyBytes, hostileValue, paramText, Raw } from "./fuzz/hostile";
+import { bodyBytes, paramText, Raw } from "./fuzz/hostile";
 
 const SEED = Number(process.env.RECLAIM_FUZZ_SEED ?? 17);
 /** Requests per field of an operation (and one more share for the valid request as a whole). */
