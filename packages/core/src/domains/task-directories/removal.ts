@@ -71,6 +71,8 @@ export interface PendingRemoval {
   workspaceId: string;
   sourceIssueId: string;
   state: RetentionState;
+  /** Saved on a closed row its issue is still bound to (the walk's `preserved_and_removed`). */
+  preserved?: boolean;
 }
 
 export type RemovalOutcome =
