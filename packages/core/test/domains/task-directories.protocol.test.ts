@@ -11,6 +11,7 @@ import { startStack, tempDir, waitFor, type Stack } from "@reclaim/testkit";
 import {
   closeEvent,
   exists,
+  removed,
   task,
   TASK_ENV,
   workspaceRow,
@@ -204,16 +205,10 @@ describe("the restore point limits", () => {
 });
 
 describe("reopen", () => {
-  async function removed(): Promise<Task> {
+  async function removedTask(): Promise<Task> {
     const t = await task(stack);
     await closeEvent(stack, t);
-    await waitFor(
-      async () => !(await exists(t.dir)) && (await workspaceRow(stack, t)).status === "archived",
-      {
-        what: "the directory removed",
-        timeoutMs: 30_000,
-      },
-    );
+    await removed(stack, t);
     return t;
   }
   const reopen = (t: Task) =>
@@ -222,14 +217,14 @@ describe("reopen", () => {
     });
 
   it("replaces an empty directory in the way", async () => {
-    const t = await removed();
+    const t = await removedTask();
     await mkdir(t.dir);
     expect((await reopen(t)).body.outcome).toBe("restored");
     expect(await exists(path.join(t.dir, "run.sh"))).toBe(true);
   });
 
   it("fails and keeps the workspace closed when a non-empty different directory is in the way, overwriting nothing", async () => {
-    const t = await removed();
+    const t = await removedTask();
     await mkdir(t.dir);
     await writeFile(path.join(t.dir, "other.txt"), "someone else's\n");
     expect((await reopen(t)).body).toMatchObject({ outcome: "failed", reason: "task_directory_in_the_way" });
@@ -240,7 +235,7 @@ describe("reopen", () => {
   });
 
   it("starts an empty directory with the warning when the restore point has expired", async () => {
-    const t = await removed();
+    const t = await removedTask();
     await stack.db.executionWorkspaceRestorePoint.updateMany({
       where: { executionWorkspaceId: t.workspace },
       data: { status: "deleted" },
