@@ -115,7 +115,7 @@ async function removedByAHealthyWorker(t: Task): Promise<void> {
         ?.isolatedTaskDirectoryRetention;
       return state?.state === "removed" && !(await exists(t.dir));
     },
-    { what: "the removal finished", timeoutMs: 90_000 },
+    { what: "the removal finished", timeoutMs: 150_000 },
   );
   expect((await readdir(path.dirname(t.dir))).filter((n) => n.startsWith(".expired-"))).toEqual([]);
 }
@@ -177,7 +177,7 @@ describe.each(["task-directories.staged", "task-directories.restored"])("a reope
         const job = await api("GET", `/v1/jobs/${queued.body.jobId}`);
         return job.body.state === "completed" ? job.body : null;
       },
-      { what: "the retried reopen", timeoutMs: 90_000 },
+      { what: "the retried reopen", timeoutMs: 150_000 },
     );
     expect(finished.result.outcome).toBe("restored");
     expect(await snapshotOf(t.dir)).toEqual(before);
