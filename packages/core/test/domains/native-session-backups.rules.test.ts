@@ -8,10 +8,7 @@ import { mkdir, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createLogger, DAY_MS, TestClock } from "@reclaim/core";
 import { daysAgo, startStack, writeTree, type Stack } from "@reclaim/testkit";
-import {
-  insertFinalization,
-  insertRecoveryAction,
-} from "@reclaim/testkit/src/fixtures/native-workspace-sync";
+import { insertFinalization, insertRecoveryAction } from "@reclaim/testkit/src/fixtures/native-workspace-sync";
 import {
   closedSession,
   copyId,
@@ -147,19 +144,9 @@ describe("a copy is kept", () => {
     const a = await closedSession(stack);
     await insertRecoveryAction(stack, { companyId: a.companyId, runId: a.runId, cause: "stranded_run" });
     const b = await closedSession(stack);
-    await insertRecoveryAction(stack, {
-      companyId: b.companyId,
-      runId: b.runId,
-      status: "escalated",
-      cause: "stranded_run",
-    });
+    await insertRecoveryAction(stack, { companyId: b.companyId, runId: b.runId, status: "escalated", cause: "stranded_run" });
     const c = await closedSession(stack);
-    await insertRecoveryAction(stack, {
-      companyId: c.companyId,
-      runId: c.runId,
-      status: "resolved",
-      cause: "stranded_run",
-    });
+    await insertRecoveryAction(stack, { companyId: c.companyId, runId: c.runId, status: "resolved", cause: "stranded_run" });
     const report = await sweep(stack, null);
     expect(outcomeOf(report, copyId(a.scope))).toBe("recovery_in_progress");
     expect(outcomeOf(report, copyId(b.scope))).toBe("recovery_in_progress");
