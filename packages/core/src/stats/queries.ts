@@ -5,6 +5,7 @@
  */
 import type { Db } from "../db";
 import { sqlFile } from "../db/sql";
+import { ALL_COMPANIES } from "../ledger/report-stats";
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -105,7 +106,7 @@ export async function domainTotals(
     sqlFile(__dirname, "totals.sql"),
     hourOf(now),
     filter.domain ?? null,
-    filter.scope ?? null,
+    filter.scope ?? ALL_COMPANIES,
   );
   const byDomain = new Map<string, DomainTotals>(
     domains.map((domain) => [
@@ -177,7 +178,7 @@ export async function outcomeSeries(
     new Date(first),
     query.to,
     query.domain ?? null,
-    query.scope ?? null,
+    query.scope ?? ALL_COMPANIES,
   );
   const series = new Map<string, Series>();
   for (const row of rows) {

@@ -3,7 +3,8 @@
 -- reason: outcome `skipped` by reason). One index range scan, as totals.sql.
 -- $1 text: outcome   $2 text: 'domain' or 'reason' (what a series is)   $3 text: 'hour' or 'day'
 -- $4 timestamptz: from (inclusive)   $5 timestamptz: to (exclusive)
--- $6 text: one domain, or NULL for all   $7 text: one company (or `instance`), or NULL for all
+-- $6 text: one domain, or NULL for all
+-- $7 text: one company (or `instance`), or '*' for the rows summed over every company
 -- Output: key, bucket, entries, bytes
 SELECT CASE WHEN $2::text = 'reason' THEN reason ELSE domain END AS key,
        date_trunc($3::text, hour, 'UTC') AS bucket,
@@ -13,5 +14,5 @@ SELECT CASE WHEN $2::text = 'reason' THEN reason ELSE domain END AS key,
  WHERE outcome = $1::text
    AND hour >= $4::timestamptz AND hour < $5::timestamptz
    AND ($6::text IS NULL OR domain = $6::text)
-   AND ($7::text IS NULL OR company_id = $7::text)
+   AND company_id = $7::text
  GROUP BY 1, 2
