@@ -145,6 +145,32 @@ describe("symbolic links are never followed", () => {
     }
   });
 
+  it("the orphan walk never follows a company folder that is a link: an aged, orphan-shaped directory outside stays", async () => {
+    const outside = await tempDir("reclaim-outside-");
+    try {
+      const issue = randomUUID();
+      await mkdir(path.join(outside.path, issue));
+      await writeFile(path.join(outside.path, issue, "keep.txt"), "outside\n");
+      await age(path.join(outside.path, issue), 30);
+      const company = randomUUID();
+      await mkdir(path.join(stack.instanceRoot, "isolated-workspaces"), { recursive: true });
+      await symlink(outside.path, path.join(stack.instanceRoot, "isolated-workspaces", company));
+      const sweep = await stack.api("POST", "/v1/sweeps", { domain: "task-directories" });
+      await waitFor(
+        async () => (await stack.api("GET", `/v1/jobs/${sweep.body.jobId}`)).body.state === "completed",
+        {
+          what: "the walk",
+          timeoutMs: 30_000,
+        },
+      );
+      await stack.idle();
+      expect(await readFile(path.join(outside.path, issue, "keep.txt"), "utf8")).toBe("outside\n");
+      expect(await readdir(outside.path)).toEqual([issue]);
+    } finally {
+      await outside.remove();
+    }
+  });
+
   it("a link inside is saved as a link and its target left alone", async () => {
     const outside = await tempDir("reclaim-outside-");
     try {
