@@ -11,17 +11,21 @@ import { bytes, count } from "./format.js";
 
 const PALETTE = ["#2457c5", "#d97706", "#059669", "#b42318", "#7c3aed", "#0e7490", "#a16207", "#be185d"];
 
-/** @type {Set<{ chart: uPlot, el: HTMLElement }>} */
-const live = new Set();
-addEventListener("resize", () => {
-  for (const { chart, el } of live) chart.setSize({ width: el.clientWidth, height: 240 });
+/**
+ * Each plot is drawn when its element first has a width (it is built before the page puts it in
+ * the document) and follows its element's width from then on.
+ * @type {Map<Element, { chart?: uPlot, draw: (width: number) => uPlot }>}
+ */
+const plots = new Map();
+const sizes = new ResizeObserver((entries) => {
+  for (const entry of entries) {
+    const plot = plots.get(entry.target);
+    const width = Math.floor(entry.contentRect.width);
+    if (!plot || width <= 0) continue;
+    if (plot.chart) plot.chart.setSize({ width, height: 240 });
+    else plot.chart = plot.draw(width);
+  }
 });
-
-/** Forget the plots of a page that is being replaced. */
-export function disposeCharts() {
-  for (const { chart } of live) chart.destroy();
-  live.clear();
-}
 
 /**
  * @typedef {{ bucket: string, buckets: string[], series: { entries: number[], bytes: number[], [key: string]: unknown }[] }} SeriesBody
@@ -54,11 +58,10 @@ export function seriesPlot(title, body, options) {
   );
   if (!series.length) return section;
   const xs = body.buckets.map((b) => Date.parse(b) / 1000);
-  // Drawn once the section is in the document, so the plot knows its width.
-  requestAnimationFrame(() => {
+  const draw = (/** @type {number} */ width) => {
     const chart = new uPlot(
       {
-        width: Math.max(chartEl.clientWidth, 300),
+        width,
         height: 240,
         scales: { x: { time: true } },
         axes: [{}, { values: (_u, ticks) => ticks.map((t) => format(t)), size: 70 }],
@@ -77,8 +80,10 @@ export function seriesPlot(title, body, options) {
       [xs, ...series.map((s) => s.values)],
       chartEl,
     );
-    live.add({ chart, el: chartEl });
     chartEl.dataset.rendered = "true";
-  });
+    return chart;
+  };
+  plots.set(chartEl, { draw });
+  sizes.observe(chartEl);
   return section;
 }

@@ -14,8 +14,7 @@ import { companyIdOf, scopeOf, type Scope } from "./scope";
  * before it was acted on, or a leftover was put back (`unconfirmed_copy_restored`). Noted
  * entries are listed with their reason but never counted as skips.
  */
-export const ENTRY_OUTCOMES = ["candidate", "removed", "kept", "skipped", "noted", "failed"] as const;
-export type EntryOutcome = (typeof ENTRY_OUTCOMES)[number];
+export type EntryOutcome = "candidate" | "removed" | "kept" | "skipped" | "noted" | "failed";
 
 /** One entry a check looked at: a folder, a cache version, a restore point... */
 export interface ReportEntry {
