@@ -67,7 +67,12 @@ async function seed(client: pg.Client, now: Date, companies: string[]): Promise<
        SELECT 'bench', ($3::text[])[1 + i % 4],
               CASE WHEN i % 50 = 0 THEN 'instance' ELSE ($4::text[])[1 + (i / 4) % $5::int] END,
               false, 10, 1, 4, 1024, 4096 * (1 + i % 7) + 8192 + 512 * (i % 3) + 65536,
-              '{}'::jsonb, ${ENTRIES_SQL}, t - interval '2 seconds', t
+              (SELECT jsonb_object_agg(k, n)
+                 FROM (SELECT k, count(*) AS n
+                         FROM unnest(ARRAY[reasons[1 + i % 8], reasons[1 + (i + 1) % 8], reasons[1 + (i + 3) % 8],
+                                           reasons[1 + (i + 3) % 8], 'rename_failed']) AS k
+                        GROUP BY k) AS z),
+              ${ENTRIES_SQL}, t - interval '2 seconds', t
          FROM generate_series($1::int, $2::int) AS g(i),
               LATERAL (SELECT $6::timestamptz - (i % 719) * interval '1 hour' - (i % 3000) * interval '1 second' AS t) AS w,
               LATERAL (SELECT $7::text[] AS reasons) AS r`,
@@ -75,14 +80,6 @@ async function seed(client: pg.Client, now: Date, companies: string[]): Promise<
     );
     process.stdout.write(`  seeded ${Math.min(from + CHUNK, REPORTS)} reports\n`);
   }
-  // The report's own skip counts, as BatchReporter keeps them.
-  await client.query(`UPDATE reclaim_batch_reports r SET skipped = s.skipped
-                        FROM (SELECT id, jsonb_object_agg(reason, n) AS skipped
-                                FROM (SELECT id, e ->> 'reason' AS reason, count(*) AS n
-                                        FROM reclaim_batch_reports, jsonb_array_elements(entries) e
-                                       WHERE e ->> 'outcome' IN ('skipped', 'failed') GROUP BY 1, 2) x
-                               GROUP BY id) s
-                       WHERE r.id = s.id`);
 }
 
 /** The rollup as the committed migrations build it from stored reports. */

@@ -174,7 +174,7 @@ export async function outcomeSeries(
     sqlFile(__dirname, "series.sql"),
     query.outcome,
     query.by,
-    query.bucket,
+    query.bucket === "hour" ? "1 hour" : "1 day",
     new Date(first),
     query.to,
     query.domain ?? null,

@@ -44,7 +44,10 @@ describe("a closed task's directory", () => {
     delete before["node_modules/left-out"];
     delete before["node_modules/left-out/index.js"];
     await closeEvent(t);
-    await waitFor(async () => !(await exists(t.dir)) && (await workspaceRow(t)).status === "archived", {
+    const removedState = async () =>
+      ((await workspaceRow(t)).metadata as { isolatedTaskDirectoryRetention?: { state: string } } | null)
+        ?.isolatedTaskDirectoryRetention?.state;
+    await waitFor(async () => !(await exists(t.dir)) && (await removedState()) === "removed", {
       what: "the directory removed",
       timeoutMs: 30_000,
     });

@@ -4,10 +4,11 @@
  * key from a key file instead of PAPERCLIP_SECRETS_MASTER_KEY, restore points are refused and
  * the directory is kept (`restore_points_refused`).
  */
-import { createTestBucket, startStack, waitFor, type Stack, type TestBucket } from "@reclaim/testkit";
+import { createTestBucket, startStack, type Stack, type TestBucket } from "@reclaim/testkit";
 import {
   closeEvent,
   exists,
+  removed,
   snapshotOf,
   task,
   TASK_ENV,
@@ -45,13 +46,7 @@ describe("a closed task's directory on S3 storage", () => {
     const before = await snapshotOf(t.dir);
     for (const k of Object.keys(before)) if (k.startsWith("node_modules")) delete before[k];
     await closeEvent(stack, t);
-    await waitFor(
-      async () => !(await exists(t.dir)) && (await workspaceRow(stack, t)).status === "archived",
-      {
-        what: "the directory removed",
-        timeoutMs: 60_000,
-      },
-    );
+    await removed(stack, t);
     const rp = await stack.db.executionWorkspaceRestorePoint.findFirstOrThrow({
       where: { executionWorkspaceId: t.workspace },
     });

@@ -15,22 +15,10 @@
  */
 import { INSTANCE_SCOPE, dueItems, forgetItems, settleItem, wakeItems, type DueItem } from "../../ledger";
 import type { Tx } from "../../db";
-import { recordActivation } from "../../restore-points";
 import { storageFor } from "../../storage";
-import {
-  archiveWorkspace,
-  consumersOf,
-  isClosedWorkspaceStatus,
-  lifecycleGeneration,
-  recordWorkspaceActivity,
-  subjectFacts,
-  tryLockIssueSource,
-  tryLockWorkspaceLifecycle,
-  workspaceRows,
-  type WorkspaceRow,
-} from "../../workspaces";
+import { isClosedWorkspaceStatus, workspaceRows, type WorkspaceRow } from "../../workspaces";
 import type { JobContext } from "../types";
-import { captureDirectory, dropRestorePoint, restorePointKey, type Captured } from "./capture";
+import { captureDirectory, dropRestorePoint, restorePointKey } from "./capture";
 import { LIMITS, type TaskDirectoriesConfig } from "./config";
 import { DOMAIN, itemOf, wsItem } from "./events";
 import {
@@ -39,25 +27,17 @@ import {
   type DirectoryWork,
   type RetiredOrphan,
 } from "./directories";
-import { directoryRefs } from "./queries";
-import {
-  finishRemoval,
-  retentionStateOf,
-  STATE_KEY,
-  type PendingRemoval,
-  type RetentionState,
-} from "./removal";
-import { isTaskDirectoryRow, judgeRow, type Verdict } from "./rules";
-import { directoryKind, planDirectory, sideName, taskDirectory } from "./survey";
+import { finishRemoval, retentionStateOf, type PendingRemoval } from "./removal";
+import { isTaskDirectoryRow } from "./rules";
+import { planDirectory, taskDirectory } from "./survey";
 import { prepareOrphanWalk, type OrphanWalk } from "./orphans";
+import { archiveUnderLocks, nextGeneration, type Candidate as ArchiveCandidate } from "./archive";
+import { judgeRows } from "./judge";
 
 type Ctx = JobContext<TaskDirectoriesConfig>;
 
-interface Candidate {
+interface Candidate extends ArchiveCandidate {
   item: DueItem;
-  row: WorkspaceRow;
-  path: string;
-  captured: Captured;
   bytes: number;
 }
 
@@ -76,46 +56,6 @@ export interface Applied {
 }
 
 const entryId = (companyId: string, issueId: string) => `isolated-workspaces/${companyId}/${issueId}`;
-
-/** Judges a batch of task directory rows on facts read now (in `db`: unlocked, or under the locks in `tx`). */
-export async function judgeRows(ctx: Ctx, db: Ctx["db"] | Tx, companyId: string, rows: WorkspaceRow[]) {
-  const paths = rows.map((r) => ({
-    key: r.id,
-    path: taskDirectory(ctx.instanceRoot, companyId, r.source_issue_id!),
-  }));
-  const facts = await subjectFacts(
-    db,
-    companyId,
-    rows.map((r) => ({ key: r.id, rootIssueId: r.source_issue_id!, workspaceIds: [r.id] })),
-    ctx.startedAt,
-  );
-  const refs = await directoryRefs(db, companyId, paths);
-  const verdicts = new Map<string, Verdict>();
-  for (const [i, row] of rows.entries()) {
-    const f = facts.get(row.id);
-    const others = (refs.get(row.id) ?? []).filter(
-      (r) => r.id !== row.id && (r.kind === "project_workspace" || !isClosedWorkspaceStatus(r.status ?? "")),
-    );
-    verdicts.set(
-      row.id,
-      judgeRow(
-        {
-          facts: f,
-          consumers: f ? consumersOf(f, [row.metadata], ctx.startedAt) : [],
-          otherRefs: others.length,
-          directory: await directoryKind(paths[i]!.path),
-        },
-        {
-          now: ctx.startedAt,
-          terminalDelayMs: ctx.config.terminalDelayMs,
-          busyRetryMs: LIMITS.busyRetryMs,
-          restorePointsUsable: ctx.dryRun || ctx.config.restorePointsEnabled,
-        },
-      ),
-    );
-  }
-  return verdicts;
-}
 
 export async function prepare(ctx: Ctx): Promise<Prepared> {
   const prepared: Prepared = {
@@ -152,15 +92,16 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
       continue;
     }
     const state = retentionStateOf(row.metadata);
-    if (isClosedWorkspaceStatus(row.status)) {
-      // Archived by this domain: the removal is finished here; closed otherwise: nothing to do
-      // until it is open again (the orphan walk handles a closed row its issue is bound to).
-      if (state && state.state !== "removed" && !ctx.dryRun) {
+    if (isClosedWorkspaceStatus(row.status) && state) {
+      // Archived by this domain: the removal is finished here (after a crash, or a busy lock).
+      if (state.state !== "removed" && !ctx.dryRun) {
         prepared.removals.push({ companyId, workspaceId: id, sourceIssueId: row.source_issue_id!, state });
       }
       prepared.settle.push({ item, dueAt: null, reason: "closed" });
       continue;
     }
+    // Open, or closed by someone else while its issue may still be bound to it (the orphan
+    // walk's closed-but-bound directory): judged alike, saved on that row and removed.
     open.push(row);
   }
   const verdicts = await judgeRows(ctx, ctx.db, companyId, open);
@@ -208,7 +149,7 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
         companyId,
         workspaceId: row.id,
         sourceIssueId: row.source_issue_id!,
-        generation: lifecycleGeneration(row.metadata) + 1,
+        generation: nextGeneration(row),
         plan: planned.plan,
         now: ctx.startedAt,
       },
@@ -292,6 +233,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
       workspaceId: c.row.id,
       sourceIssueId: c.row.source_issue_id!,
       state: archived.state,
+      preserved: isClosedWorkspaceStatus(c.row.status),
     });
     prepared.settle.push({ item: c.item, dueAt: null, reason: "archived" });
   }
@@ -307,66 +249,6 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
   }
   const orphans = prepared.directories ? await prepared.directories.apply(tx) : [];
   return { removals, orphans };
-}
-
-/** The archived state, or why the workspace was kept. */
-async function archiveUnderLocks(
-  ctx: Ctx,
-  tx: Tx,
-  c: Candidate,
-): Promise<{ state: RetentionState } | { kept: string }> {
-  const companyId = c.row.company_id;
-  const lockedIssue = await tryLockIssueSource(tx, companyId, c.row.source_issue_id!);
-  if (lockedIssue !== "locked") return { kept: lockedIssue === "busy" ? "lock_busy" : "issue_missing" };
-  if (!(await tryLockWorkspaceLifecycle(tx, c.row.id))) return { kept: "lock_busy" };
-  const row = (await workspaceRows(tx, companyId, [c.row.id])).get(c.row.id);
-  if (!row || isClosedWorkspaceStatus(row.status)) return { kept: "workspace_closed" };
-  if (lifecycleGeneration(row.metadata) + 1 !== c.captured.generation) return { kept: "workspace_changed" };
-  const verdict = (await judgeRows(ctx, tx, companyId, [row])).get(row.id)!;
-  if (!verdict.save) return { kept: verdict.reason };
-  const { sealed } = c.captured;
-  const activated = await recordActivation(
-    tx,
-    {
-      companyId,
-      id: c.captured.restorePointId,
-      sha256: sealed.sha256,
-      byteSize: sealed.byteSize,
-      formatVersion: sealed.formatVersion,
-      keyFingerprint: sealed.keyFingerprint,
-    },
-    ctx.startedAt,
-  );
-  if (activated.count !== 1) return { kept: "restore_point_unverified" };
-  const state: RetentionState = {
-    version: 1,
-    state: "archived",
-    restorePointId: c.captured.restorePointId,
-    path: c.path,
-    expiredName: sideName(".expired"),
-    treeDigest: c.captured.treeDigest,
-    stateDigest: c.captured.stateDigest,
-    generation: c.captured.generation,
-    archivedAt: ctx.startedAt.toISOString(),
-  };
-  const metadata = await archiveWorkspace(tx, {
-    companyId,
-    workspaceId: row.id,
-    now: ctx.startedAt,
-    cleanupReason: "task_directory_retention",
-    metadata: { [STATE_KEY]: state },
-  });
-  if (!metadata) return { kept: "workspace_changed" };
-  await recordWorkspaceActivity(tx, {
-    companyId,
-    workspaceId: row.id,
-    action: "execution_workspace.task_directory_archived",
-    details: { sourceIssueId: row.source_issue_id, restorePointId: state.restorePointId, path: c.path },
-    at: ctx.startedAt,
-  });
-  ctx.deadlines.at("activated", ctx.startedAt, companyId, "restore-point-retention");
-  await ctx.faults.hit("task-directories.archived");
-  return { state };
 }
 
 export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
@@ -387,6 +269,16 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
     if (result.outcome === "removed") {
       ctx.report.removedEntry(id, result.bytes, { companyId: item.companyId });
       log(ctx, row, "removed", null, result.bytes, result.bytes);
+      if (item.preserved) {
+        ctx.log.info("task directory cleanup", {
+          event: "execution_workspace.task_directory_cleanup",
+          companyId: item.companyId,
+          issueId: item.sourceIssueId,
+          outcome: "preserved_and_removed",
+          reason: null,
+          bytes: result.bytes,
+        });
+      }
     } else if (result.outcome === "kept") {
       if (result.reason === "already_removed") continue;
       ctx.report.skip(id, result.reason, { companyId: item.companyId });

@@ -26,6 +26,7 @@ import type { Db, Tx } from "../../db";
 import { entryKind, treeStats } from "../../fs";
 import {
   lifecycleGeneration,
+  lockWorkspaceLifecycle,
   mergeWorkspaceMetadata,
   metadataOf,
   reactivateWorkspace,
@@ -71,6 +72,8 @@ export interface PendingRemoval {
   workspaceId: string;
   sourceIssueId: string;
   state: RetentionState;
+  /** Saved on a closed row its issue is still bound to (the walk's `preserved_and_removed`). */
+  preserved?: boolean;
 }
 
 export type RemovalOutcome =
@@ -112,6 +115,11 @@ export async function finishRemoval(deps: RemovalDeps, item: PendingRemoval): Pr
   }
   await deps.db.$transaction(async (tx) => {
     const removedAt = deps.now.toISOString();
+    // A reopen since the rename (it restored from the restore point) owns the row now.
+    await lockWorkspaceLifecycle(tx, item.workspaceId);
+    const row = (await workspaceRows(tx, item.companyId, [item.workspaceId])).get(item.workspaceId);
+    const current = row ? retentionStateOf(row.metadata) : null;
+    if (current?.restorePointId !== state.restorePointId || current.state !== "removing") return;
     await mergeWorkspaceMetadata(tx, {
       companyId: item.companyId,
       workspaceId: item.workspaceId,

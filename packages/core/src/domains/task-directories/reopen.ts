@@ -36,7 +36,7 @@ import { retentionStateOf, STATE_KEY, type RetentionState } from "./removal";
 import { SELECTION, sideName } from "./survey";
 
 export const EXPIRED_WARNING =
-  "The files this task left in its directory were removed to free disk and their restore point has expired; the task starts with an empty directory.";
+  "The earlier files of this task's directory are no longer available: they were removed to free disk and their restore point has expired, so the task starts with an empty directory.";
 
 type Ctx = ReopenContext<TaskDirectoriesConfig>;
 

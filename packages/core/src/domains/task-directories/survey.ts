@@ -9,7 +9,7 @@
  * name (a UUID, 36 characters), so a path that fit before fits during.
  */
 import { randomBytes } from "node:crypto";
-import { lstat, readdir } from "node:fs/promises";
+import { lstat } from "node:fs/promises";
 import path from "node:path";
 import {
   excludeNodeModulesBesidePackageJson,
@@ -19,7 +19,7 @@ import {
   type TreeSelection,
 } from "@reclaim/shared";
 import { errnoCode } from "@reclaim/shared";
-import { UUID_NAME, treeStats } from "../../fs";
+import { PathRefused, ProvenDir, UUID_NAME, treeStats } from "../../fs";
 import { ISOLATED_DIR, SNAPSHOT_LIMITS } from "./config";
 
 export const SELECTION: TreeSelection = { kind: "walk", exclude: excludeNodeModulesBesidePackageJson };
@@ -84,40 +84,49 @@ export async function planDirectory(dir: string, signal?: AbortSignal): Promise<
   }
 }
 
+/**
+ * The company folders of `isolated-workspaces/` as proven directories (fs/proven-dir.ts: a
+ * company folder that is a link, or that changes while it is listed, is passed over).
+ */
+async function companyFolders(instanceRoot: string): Promise<ProvenDir[]> {
+  const top = await ProvenDir.top(path.join(instanceRoot, ISOLATED_DIR));
+  if (!top) return [];
+  const found: ProvenDir[] = [];
+  for (const entry of await top.list()) {
+    if (!entry.isDirectory() || !UUID_NAME.test(entry.name)) continue;
+    const folder = await top.child(entry.name).catch((error: unknown) => {
+      if (error instanceof PathRefused) return null;
+      throw error;
+    });
+    if (folder) found.push(folder);
+  }
+  return found;
+}
+
+/** Names in a proven folder matching `pattern`; none when it changed while listed. */
+async function namesIn(folder: ProvenDir, pattern: RegExp): Promise<string[]> {
+  try {
+    return (await folder.list()).filter((e) => pattern.test(e.name)).map((e) => e.name);
+  } catch (error) {
+    if (error instanceof PathRefused) return [];
+    throw error;
+  }
+}
+
 /** Issue directories (UUID names) of every company folder, `<company>/<issue>`, sorted. */
 export async function listIssueDirectories(instanceRoot: string): Promise<string[]> {
-  const root = path.join(instanceRoot, ISOLATED_DIR);
   const found: string[] = [];
-  for (const company of (await namesOf(root)).filter((n) => UUID_NAME.test(n))) {
-    if ((await directoryKind(path.join(root, company, "x"))) === "symlink") continue;
-    for (const name of await namesOf(path.join(root, company))) {
-      if (UUID_NAME.test(name)) found.push(`${company}/${name}`);
-    }
+  for (const folder of await companyFolders(instanceRoot)) {
+    for (const name of await namesIn(folder, UUID_NAME)) found.push(`${path.basename(folder.path)}/${name}`);
   }
   return found.sort();
 }
 
 /** Leftover `.expired-*` / `.restoring-*` directories of every company folder. */
 export async function listSideDirectories(instanceRoot: string): Promise<string[]> {
-  const root = path.join(instanceRoot, ISOLATED_DIR);
   const found: string[] = [];
-  for (const company of (await namesOf(root)).filter((n) => UUID_NAME.test(n))) {
-    if ((await directoryKind(path.join(root, company, "x"))) === "symlink") continue;
-    for (const name of await namesOf(path.join(root, company))) {
-      if (SIDE_NAME.test(name)) found.push(path.join(root, company, name));
-    }
+  for (const folder of await companyFolders(instanceRoot)) {
+    for (const name of await namesIn(folder, SIDE_NAME)) found.push(folder.join(name));
   }
   return found.sort();
-}
-
-async function namesOf(dir: string): Promise<string[]> {
-  try {
-    const stat = await lstat(dir);
-    if (!stat.isDirectory()) return [];
-    return await readdir(dir);
-  } catch (error) {
-    const code = errnoCode(error);
-    if (code === "ENOENT" || code === "ENOTDIR") return [];
-    throw error;
-  }
 }
