@@ -254,44 +254,48 @@ function requests(path: string, method: string, operation: Operation): fc.Arbitr
 
 const shown = (text: string) => (text.length > 300 ? `${text.slice(0, 300)}… (${text.length} chars)` : text);
 
-it("every operation of /docs answers hostile input as documented, never with a 500", async () => {
-  const docs = await send({ method: "GET", url: "/docs" });
-  const paths = JSON.parse(docs.text).paths as Record<string, Record<string, Operation>>;
-  const failures: string[] = [];
-  const reached: Record<string, Set<number>> = {};
-  for (const [path, operations] of Object.entries(paths)) {
-    for (const [method, operation] of Object.entries(operations)) {
-      const statuses = (reached[operation.operationId] = new Set());
-      const result = await fc.check(
-        fc.asyncProperty(requests(path, method, operation), async (request) => {
-          const answer = await send(request);
-          statuses.add(answer.status);
-          const problem = problemWith(operation, answer);
-          if (problem) {
-            throw new Error(`${problem}\n  answer: ${shown(answer.text)}`);
-          }
-        }),
-        { seed: SEED, numRuns: RUNS * (operation.parameters.length + (operation.requestBody ? 2 : 1)) },
-      );
-      if (result.failed) {
-        const [request] = result.counterexample ?? [];
-        failures.push(
-          `${operation.operationId} (${method.toUpperCase()} ${path}) answered ${result.errorInstance instanceof Error ? result.errorInstance.message : String(result.errorInstance)}\n` +
-            `  to: ${request ? `${request.method} ${shown(request.url)} ${shown(request.body?.toString("latin1") ?? "")}` : "?"}\n` +
-            `  (seed ${result.seed}, path ${JSON.stringify(result.counterexamplePath)})`,
+it(
+  "every operation of /docs answers hostile input as documented, never with a 500",
+  async () => {
+    const docs = await send({ method: "GET", url: "/docs" });
+    const paths = JSON.parse(docs.text).paths as Record<string, Record<string, Operation>>;
+    const failures: string[] = [];
+    const reached: Record<string, Set<number>> = {};
+    for (const [path, operations] of Object.entries(paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const statuses = (reached[operation.operationId] = new Set());
+        const result = await fc.check(
+          fc.asyncProperty(requests(path, method, operation), async (request) => {
+            const answer = await send(request);
+            statuses.add(answer.status);
+            const problem = problemWith(operation, answer);
+            if (problem) {
+              throw new Error(`${problem}\n  answer: ${shown(answer.text)}`);
+            }
+          }),
+          { seed: SEED, numRuns: RUNS * (operation.parameters.length + (operation.requestBody ? 2 : 1)) },
         );
+        if (result.failed) {
+          const [request] = result.counterexample ?? [];
+          failures.push(
+            `${operation.operationId} (${method.toUpperCase()} ${path}) answered ${result.errorInstance instanceof Error ? result.errorInstance.message : String(result.errorInstance)}\n` +
+              `  to: ${request ? `${request.method} ${shown(request.url)} ${shown(request.body?.toString("latin1") ?? "")}` : "?"}\n` +
+              `  (seed ${result.seed}, path ${JSON.stringify(result.counterexamplePath)})`,
+          );
+        }
       }
     }
-  }
-  expect(failures).toEqual([]);
+    expect(failures).toEqual([]);
 
-  // Every operation was reached, and its valid parts got past validation at least once.
-  expect(Object.keys(reached).length).toBeGreaterThanOrEqual(18);
-  for (const [id, statuses] of Object.entries(reached)) {
-    expect({ id, beyondValidation: [...statuses].some((s) => s !== 400) }).toEqual({
-      id,
-      beyondValidation: true,
-    });
-  }
-  // A clean run takes seconds (tens on a loaded machine); shrinking a failure takes longer.
-}, Math.max(180_000, RUNS * 15_000));
+    // Every operation was reached, and its valid parts got past validation at least once.
+    expect(Object.keys(reached).length).toBeGreaterThanOrEqual(18);
+    for (const [id, statuses] of Object.entries(reached)) {
+      expect({ id, beyondValidation: [...statuses].some((s) => s !== 400) }).toEqual({
+        id,
+        beyondValidation: true,
+      });
+    }
+    // A clean run takes seconds (tens on a loaded machine); shrinking a failure takes longer.
+  },
+  Math.max(180_000, RUNS * 15_000),
+);
