@@ -178,11 +178,15 @@ function problemWith(operation: Operation, answer: Answer): string | null {
   return validate(body) ? null : `a body off its schema: ${ajv.errorsText(validate.errors)}`;
 }
 
-/** A hostile path or query value (within Node's 16 KiB header limit, whose 431 comes before any route). */
+/**
+ * A hostile path or query value (within Node's 16 KiB header limit, whose 431 comes before any
+ * route). A long poll's hostile `wait` is never a valid one of more than a second (shortPolls).
+ */
 const hostileParameter = ({ name, schema }: Parameter, known: KnownValues) =>
   hostileFor(name, known, schema.type === "integer" || schema.type === "number" ? 0 : "")
     .filter((v) => (typeof v === "string" || v instanceof Raw ? paramLength(v) : 0) <= 2500)
-    .filter((v) => paramText(v).length <= 8000);
+    .filter((v) => paramText(v).length <= 8000)
+    .filter((v) => name !== "wait" || !(Number(v instanceof Raw ? v.text : v) > 1));
 
 function paramLength(v: string | Raw): number {
   return typeof v === "string" ? v.length : v.text.length;
