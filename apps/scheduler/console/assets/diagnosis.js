@@ -86,7 +86,15 @@ export function diagnosisSection(domain, companyId) {
         report.nextCursor
           ? h(
               "button",
-              { type: "button", class: "continue", onclick: () => void run(report.nextCursor, page + 1) },
+              {
+                type: "button",
+                class: "continue",
+                // Once: the next batch is asked for with this cursor exactly once.
+                onclick: (event) => {
+                  /** @type {HTMLButtonElement} */ (event.currentTarget).disabled = true;
+                  void run(report.nextCursor, page + 1);
+                },
+              },
               "Continue",
             )
           : h("p", { class: "muted done" }, "Diagnosis complete: nothing further to check."),
