@@ -280,6 +280,38 @@ describe("reopen", () => {
   });
 });
 
+describe("a sweep", () => {
+  it("saves and removes at most 8 directories, and skipped workspaces do not use up that limit", async () => {
+    const company = randomUUID();
+    const tasks: Task[] = [];
+    for (let i = 0; i < 12; i++) {
+      const t = await task(stack, { companyId: company });
+      if (i < 3)
+        await stack.db.issue.update({ where: { id: t.issue }, data: { executionWorkspaceId: null } });
+      tasks.push(t);
+    }
+    await stack.api("POST", "/v1/events", {
+      events: tasks.map((t) => ({
+        type: "issue.changed",
+        companyId: company,
+        issueId: t.issue,
+        status: "done",
+      })),
+    });
+    for (const t of tasks.slice(3)) await removed(stack, t);
+    const reports = (
+      await stack.waitForReports(
+        "task-directories",
+        (rs) => rs.filter((r) => r.companyId === company && r.candidates > 0).length >= 2,
+      )
+    )
+      .filter((r) => r.companyId === company && r.candidates > 0)
+      .sort((a, b) => Date.parse(String(a.startedAt)) - Date.parse(String(b.startedAt)));
+    expect(reports.map((r) => r.candidates)).toEqual([8, 1]);
+    expect(reports[0]!.skipped["issue_not_bound"]).toBe(3);
+  }, 180_000);
+});
+
 describe("the dry run", () => {
   it("reports the candidate and changes nothing, without restore points", async () => {
     const dry = await startStack({
