@@ -231,7 +231,13 @@ export async function surveySession(
 
 /** The state of the session `name` for a company's diagnosis (missing when it is not a real directory). */
 export async function sessionState(top: ProvenDir, name: string): Promise<StateRead> {
-  const { dir } = await openSession(top, name);
+  let dir: ProvenDir | null;
+  try {
+    dir = await top.child(name);
+  } catch (error) {
+    if (error instanceof PathRefused) return { status: "missing" };
+    throw error;
+  }
   return dir === null ? { status: "missing" } : readControlPlaneState(dir);
 }
 
