@@ -2,6 +2,7 @@
  * The domains this build implements. A domain id listed in ids.ts without an entry here
  * is known (its queue name and API paths are reserved) but not implemented yet.
  */
+import { gitRestorePoints } from "./git-restore-points";
 import type { DomainId } from "./ids";
 import { nativeSessionBackups } from "./native-session-backups";
 import { nativeWorkspaceSync } from "./native-workspace-sync";
@@ -14,6 +15,7 @@ export const IMPLEMENTED_DOMAINS: readonly AnyDomain[] = [
   skillVersionCaches,
   nativeSessionBackups,
   restorePointRetention,
+  gitRestorePoints,
 ];
 
 export const domainRegistry: ReadonlyMap<DomainId, AnyDomain> = new Map(

@@ -36,6 +36,8 @@ export interface DomainControls {
 export interface DeadlineSink {
   /** Work in `scope` (default: the job's scope) is due at `dueAt`, for `reason`. */
   at(reason: string, dueAt: Date, scope?: Scope): void;
+  /** Work of another domain that this job made due (a ledger operation's deadlines). */
+  request(...requests: DeadlineRequest[]): void;
   list(): DeadlineRequest[];
 }
 

@@ -25,7 +25,17 @@ export class RetireRefused extends Error {
   }
 }
 
-export async function retire(target: string, prefix: RetiredPrefix, expect?: Identity): Promise<string> {
+/**
+ * `name`: the sibling name to use, when the caller recorded it before the rename (so a later
+ * sweep knows exactly what to finish); it must carry `prefix`.
+ */
+export async function retire(
+  target: string,
+  prefix: RetiredPrefix,
+  expect?: Identity,
+  name: string = retiredName(prefix),
+): Promise<string> {
+  if (retiredPrefixOf(name) !== prefix) throw new Error(`BUG: ${name} is not a ${prefix} name`);
   let stat;
   try {
     stat = await lstat(target);
@@ -38,7 +48,7 @@ export async function retire(target: string, prefix: RetiredPrefix, expect?: Ide
   if (expect && !sameIdentity(expect, { dev: stat.dev, ino: stat.ino })) {
     throw new RetireRefused("identity_changed", target);
   }
-  const destination = path.join(path.dirname(target), retiredName(prefix));
+  const destination = path.join(path.dirname(target), name);
   try {
     await rename(target, destination);
   } catch (error) {

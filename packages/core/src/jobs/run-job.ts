@@ -82,6 +82,12 @@ class Deadlines implements DeadlineSink {
     if (reason === "continue" && this.kind === "sweep") return;
     this.requests.push({ domain: this.domain, scope, reason, dueAt });
   }
+  request(...requests: DeadlineRequest[]): void {
+    for (const r of requests) {
+      if (r.domain === this.domain) this.at(r.reason, r.dueAt, r.scope);
+      else this.requests.push(r);
+    }
+  }
   list(): DeadlineRequest[] {
     return this.requests;
   }

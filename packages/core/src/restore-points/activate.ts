@@ -6,7 +6,7 @@
  */
 import type { StorageProvider } from "@reclaim/shared";
 import { StorageError } from "@reclaim/shared";
-import type { Db } from "../db";
+import type { Db, Prisma, Tx } from "../db";
 import type { ExecutionWorkspaceRestorePointModel as Row } from "../db/generated/models/ExecutionWorkspaceRestorePoint";
 import { ReclaimError } from "../errors";
 import { findRestorePoint } from "./find";
@@ -25,7 +25,15 @@ export interface ActivateInput {
   keyFingerprint: string;
 }
 
-async function verifyStored(storage: StorageProvider, row: Row, input: ActivateInput): Promise<void> {
+/**
+ * Reads the stored object back in full and checks every fact the caller declares (hash,
+ * size, the key header's format version and key fingerprint). Outside any transaction.
+ */
+export async function verifyStored(
+  storage: StorageProvider,
+  row: Pick<Row, "id" | "storageProvider" | "storageKey">,
+  input: Omit<ActivateInput, "companyId" | "id">,
+): Promise<void> {
   if (row.storageProvider !== storage.kind) {
     throw new ReclaimError("RECLAIM_ERR_RESTORE_POINT_STATE", {
       message: `restore point ${row.id} was registered with ${row.storageProvider} storage, but storage is configured as ${storage.kind}`,
@@ -86,8 +94,29 @@ export async function activateRestorePoint(
   // Outside any transaction: this streams the whole object back from storage.
   await verifyStored(storage, row, input);
   const at = now();
+  const changed = await markActive(db, input, at);
+  const current = await findRestorePoint(db, input.companyId, input.id);
+  // Changed meanwhile (its issue or company was deleted, or a second activation won).
+  if (changed === 0 && !(current.status === "active" && sameObject(current, input))) {
+    throw wrongState(current, "activate");
+  }
+  return ledgerResult(current, changed === 0 ? [] : [dueFor(input.companyId, "activated", at)]);
+}
+
+/**
+ * pending -> active with the verified facts, in the caller's transaction (a domain activates
+ * in the same transaction that archives its workspace). Resolves with 1 when it changed the
+ * row, 0 when the row was not pending (any more). Due for review at once, so a closed tree
+ * starts its retention period. `metadata`, when given, replaces the row's.
+ */
+export async function markActive(
+  db: Db | Tx,
+  input: ActivateInput,
+  at: Date,
+  metadata?: Prisma.InputJsonValue,
+): Promise<number> {
   const changed = await db.executionWorkspaceRestorePoint.updateMany({
-    where: { id: row.id, companyId: input.companyId, status: "pending" },
+    where: { id: input.id, companyId: input.companyId, status: "pending" },
     data: {
       status: "active",
       sha256: input.sha256.toLowerCase(),
@@ -95,17 +124,12 @@ export async function activateRestorePoint(
       formatVersion: input.formatVersion,
       keyFingerprint: input.keyFingerprint,
       activatedAt: at,
-      // Due for review now: a tree that is already closed starts its retention period.
       deleteAfter: at,
       lastError: null,
       retryAt: null,
       updatedAt: at,
+      ...(metadata === undefined ? {} : { metadata }),
     },
   });
-  const current = await findRestorePoint(db, input.companyId, input.id);
-  // Changed meanwhile (its issue or company was deleted, or a second activation won).
-  if (changed.count === 0 && !(current.status === "active" && sameObject(current, input))) {
-    throw wrongState(current, "activate");
-  }
-  return ledgerResult(current, changed.count === 0 ? [] : [dueFor(input.companyId, "activated", at)]);
+  return changed.count;
 }
