@@ -78,7 +78,7 @@ describe("POST .../execution-workspaces/:workspaceId/reopen", () => {
     expect(queued.status).toBe(202);
     const jobId = queued.body.jobId as string;
     let job = await stack.api("GET", `/v1/jobs/${jobId}`);
-    for (let i = 0; i < 100 && job.body.state !== "completed"; i++) {
+    for (let i = 0; i < 600 && job.body.state !== "completed"; i++) {
       await new Promise((r) => setTimeout(r, 100));
       job = await stack.api("GET", `/v1/jobs/${jobId}`);
     }
@@ -101,7 +101,7 @@ describe("POST .../execution-workspaces/:workspaceId/reopen", () => {
       expect(held.status).toBe(202);
       await paperclip.query("COMMIT");
       let job = await stack.api("GET", `/v1/jobs/${held.body.jobId}`);
-      for (let i = 0; i < 100 && job.body.state !== "completed"; i++) {
+      for (let i = 0; i < 600 && job.body.state !== "completed"; i++) {
         await new Promise((r) => setTimeout(r, 100));
         job = await stack.api("GET", `/v1/jobs/${held.body.jobId}`);
       }

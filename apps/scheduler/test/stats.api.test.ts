@@ -272,3 +272,26 @@ it("the stats routes are in the OpenAPI document with their parameters", async (
   expect(names).toEqual(["domain", "companyId", "bucket", "from", "to"]);
   expect(body.paths["/v1/stats/reclaimed"].get.responses["400"]).toBeDefined();
 });
+
+it("GET /v1/reports/:id?companyId shows a report only to its own scope, with only that scope's entries", async () => {
+  const report = await seedReport(stack.db, {
+    domain: NWS,
+    companyId: null,
+    finishedAt: ago(HOUR),
+    entries: [
+      { id: "mine", outcome: "removed", bytes: 1 },
+      { id: "of-b", outcome: "removed", bytes: 1, companyId: B },
+    ],
+  });
+  const all = await stack.api("GET", `/v1/reports/${report.id}`);
+  expect(all.body.report.entries.map((e: { id: string }) => e.id)).toEqual(["mine", "of-b"]);
+  const instance = await stack.api("GET", `/v1/reports/${report.id}?companyId=instance`);
+  expect(instance.body.report.entries.map((e: { id: string }) => e.id)).toEqual(["mine"]);
+  const other = await stack.api("GET", `/v1/reports/${report.id}?companyId=${B}`);
+  expect([other.status, other.body.error, other.body.field]).toEqual([
+    404,
+    "RECLAIM_ERR_NOT_FOUND",
+    "reportId",
+  ]);
+  expect((await stack.api("GET", `/v1/reports/${report.id}?companyId=nope`)).body.field).toBe("companyId");
+});

@@ -14,7 +14,7 @@ export const reportsRoute = route({
     companyId: scopeParam.optional().describe("A company id, or `instance`"),
     limit: z.coerce.number().int().min(1).max(500).default(50),
   }),
-  responses: { 200: z.object({ reports: z.array(report) }), 400: errorBody, 404: errorBody },
+  responses: { 200: z.object({ reports: z.array(report) }), 400: errorBody, 404: errorBody, 501: errorBody },
   async handle({ query }, deps) {
     if (query.domain) implementedDomain(deps, query.domain);
     const reports = await listReports(deps.db, {

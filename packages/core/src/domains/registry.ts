@@ -8,6 +8,7 @@ import { nativeSessionBackups } from "./native-session-backups";
 import { nativeWorkspaceSync } from "./native-workspace-sync";
 import { restorePointRetention } from "./restore-point-retention";
 import { skillVersionCaches } from "./skill-version-caches";
+import { taskDirectories } from "./task-directories";
 import type { AnyDomain, DomainControls } from "./types";
 
 export const IMPLEMENTED_DOMAINS: readonly AnyDomain[] = [
@@ -15,6 +16,7 @@ export const IMPLEMENTED_DOMAINS: readonly AnyDomain[] = [
   skillVersionCaches,
   nativeSessionBackups,
   restorePointRetention,
+  taskDirectories,
   gitRestorePoints,
 ];
 

@@ -34,10 +34,12 @@ export interface DomainControls {
 
 /** Deadlines a check computes while it runs; recorded when the job settles. */
 export interface DeadlineSink {
-  /** Work in `scope` (default: the job's scope) is due at `dueAt`, for `reason`. */
-  at(reason: string, dueAt: Date, scope?: Scope): void;
-  /** Work of another domain that this job made due (a ledger operation's deadlines). */
-  request(...requests: DeadlineRequest[]): void;
+  /**
+   * Work in `scope` (default: the job's scope) of `domain` (default: the job's domain) is due
+   * at `dueAt`, for `reason`. Another domain: work this batch made due there (a restore point
+   * it activated is due for review by restore-point retention).
+   */
+  at(reason: string, dueAt: Date, scope?: Scope, domain?: DomainId): void;
   list(): DeadlineRequest[];
 }
 

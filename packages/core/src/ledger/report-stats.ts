@@ -2,14 +2,17 @@
  * The hourly rollup of report entries (table reclaim_report_stats): per domain, company, hour,
  * dry run, outcome and reason, how many entries and how many bytes. Every stored report adds
  * its entries in the transaction that stores it, counted as the batch saw them (a report row
- * keeps at most MAX_REPORT_ENTRIES entries; the tally counts all). The console and the
+ * keeps at most MAX_REPORT_ENTRIES entries; the tally counts all), each to its company's row and
+ * to the row of every company (ALL_COMPANIES), which instance-wide aggregates read. The console and the
  * `GET /v1/stats/*` routes read aggregates from it, each one query on an index.
  */
 import type { Tx } from "../db";
 import { sqlFile } from "../db/sql";
-import { ENTRY_OUTCOMES, type ReportEntry } from "./reports";
+import type { ReportEntry } from "./reports";
 import type { Scope } from "./scope";
 
+/** The company id of the rows summed over every company: neither a uuid nor `instance`. */
+export const ALL_COMPANIES = "*";
 /** How long rollup rows are kept: longer than the longest range a stats route answers. */
 export const STATS_RETENTION_DAYS = 400;
 /** Old rollup rows one stored report deletes at most: far more than the few it adds. */
@@ -78,10 +81,5 @@ export async function addReportStats(tx: Tx, report: StatsReport, cells: StatsCe
 /** Deletes a few rollup rows past STATS_RETENTION_DAYS (with each stored report). */
 export async function pruneReportStats(tx: Tx, now: Date): Promise<void> {
   const before = new Date(now.getTime() - STATS_RETENTION_DAYS * 86_400_000);
-  await tx.$executeRawUnsafe(
-    sqlFile(__dirname, "prune-report-stats.sql"),
-    before,
-    [...ENTRY_OUTCOMES],
-    PRUNE_STATS_PER_REPORT,
-  );
+  await tx.$executeRawUnsafe(sqlFile(__dirname, "prune-report-stats.sql"), before, PRUNE_STATS_PER_REPORT);
 }

@@ -16,16 +16,7 @@ import { companyIdOf, scopeOf, type Scope } from "./scope";
  * additive): removal was prepared and undone because the entry changed under its locks; it
  * is kept, and counted among the skips with its reason like a `skipped` entry.
  */
-export const ENTRY_OUTCOMES = [
-  "candidate",
-  "removed",
-  "kept",
-  "skipped",
-  "noted",
-  "failed",
-  "rolled_back",
-] as const;
-export type EntryOutcome = (typeof ENTRY_OUTCOMES)[number];
+export type EntryOutcome = "candidate" | "removed" | "kept" | "skipped" | "noted" | "failed" | "rolled_back";
 
 /** One entry a check looked at: a folder, a cache version, a restore point... */
 export interface ReportEntry {

@@ -82,6 +82,38 @@ const sameObject = (row: Row, input: ActivateInput) =>
   row.formatVersion === input.formatVersion &&
   row.keyFingerprint === input.keyFingerprint;
 
+/**
+ * The activation itself, for a caller that already read the object back (`readBack`) and
+ * checked it: `pending` -> `active` in `db`, which may be the transaction that also archives
+ * the workspace. Returns how many rows changed (0: not pending any more). The caller requests
+ * the `activated` review deadline (`dueFor`).
+ */
+export async function recordActivation(
+  db: Db | Tx,
+  input: ActivateInput,
+  at: Date,
+  /** Replaces the row's metadata (a domain keeps its manifest there). */
+  metadata?: Prisma.InputJsonValue,
+): Promise<{ count: number }> {
+  return db.executionWorkspaceRestorePoint.updateMany({
+    where: { id: input.id, companyId: input.companyId, status: "pending" },
+    data: {
+      status: "active",
+      sha256: input.sha256.toLowerCase(),
+      byteSize: BigInt(input.byteSize),
+      formatVersion: input.formatVersion,
+      keyFingerprint: input.keyFingerprint,
+      activatedAt: at,
+      // Due for review now: a tree that is already closed starts its retention period.
+      deleteAfter: at,
+      lastError: null,
+      retryAt: null,
+      updatedAt: at,
+      ...(metadata === undefined ? {} : { metadata }),
+    },
+  });
+}
+
 export async function activateRestorePoint(
   db: Db,
   storage: StorageProvider,
@@ -94,42 +126,11 @@ export async function activateRestorePoint(
   // Outside any transaction: this streams the whole object back from storage.
   await verifyStored(storage, row, input);
   const at = now();
-  const changed = await markActive(db, input, at);
+  const changed = await recordActivation(db, input, at);
   const current = await findRestorePoint(db, input.companyId, input.id);
   // Changed meanwhile (its issue or company was deleted, or a second activation won).
-  if (changed === 0 && !(current.status === "active" && sameObject(current, input))) {
+  if (changed.count === 0 && !(current.status === "active" && sameObject(current, input))) {
     throw wrongState(current, "activate");
   }
-  return ledgerResult(current, changed === 0 ? [] : [dueFor(input.companyId, "activated", at)]);
-}
-
-/**
- * pending -> active with the verified facts, in the caller's transaction (a domain activates
- * in the same transaction that archives its workspace). Resolves with 1 when it changed the
- * row, 0 when the row was not pending (any more). Due for review at once, so a closed tree
- * starts its retention period. `metadata`, when given, replaces the row's.
- */
-export async function markActive(
-  db: Db | Tx,
-  input: ActivateInput,
-  at: Date,
-  metadata?: Prisma.InputJsonValue,
-): Promise<number> {
-  const changed = await db.executionWorkspaceRestorePoint.updateMany({
-    where: { id: input.id, companyId: input.companyId, status: "pending" },
-    data: {
-      status: "active",
-      sha256: input.sha256.toLowerCase(),
-      byteSize: BigInt(input.byteSize),
-      formatVersion: input.formatVersion,
-      keyFingerprint: input.keyFingerprint,
-      activatedAt: at,
-      deleteAfter: at,
-      lastError: null,
-      retryAt: null,
-      updatedAt: at,
-      ...(metadata === undefined ? {} : { metadata }),
-    },
-  });
-  return changed.count;
+  return ledgerResult(current, changed.count === 0 ? [] : [dueFor(input.companyId, "activated", at)]);
 }

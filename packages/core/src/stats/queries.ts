@@ -5,6 +5,7 @@
  */
 import type { Db } from "../db";
 import { sqlFile } from "../db/sql";
+import { ALL_COMPANIES } from "../ledger/report-stats";
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -105,7 +106,7 @@ export async function domainTotals(
     sqlFile(__dirname, "totals.sql"),
     hourOf(now),
     filter.domain ?? null,
-    filter.scope ?? null,
+    filter.scope ?? ALL_COMPANIES,
   );
   const byDomain = new Map<string, DomainTotals>(
     domains.map((domain) => [
@@ -173,11 +174,11 @@ export async function outcomeSeries(
     sqlFile(__dirname, "series.sql"),
     query.outcome,
     query.by,
-    query.bucket,
+    query.bucket === "hour" ? "1 hour" : "1 day",
     new Date(first),
     query.to,
     query.domain ?? null,
-    query.scope ?? null,
+    query.scope ?? ALL_COMPANIES,
   );
   const series = new Map<string, Series>();
   for (const row of rows) {

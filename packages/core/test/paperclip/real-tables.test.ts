@@ -40,8 +40,11 @@ async function paperclipDatabase() {
 }
 
 async function paperclipStack(env: Record<string, string> = {}): Promise<Stack> {
-  // Domains that are off by default are switched on, so every implemented domain runs here.
-  const on = { PAPERCLIP_GIT_CACHE_EXPIRATION_ENABLED: "true" };
+  // Task directories and git cache expiration are off by default (the spec); here every domain runs.
+  const on = {
+    PAPERCLIP_TASK_DIRECTORY_RETENTION_ENABLED: "true",
+    PAPERCLIP_GIT_CACHE_EXPIRATION_ENABLED: "true",
+  };
   return startStack({ database: await paperclipDatabase(), env: { ...on, ...env } });
 }
 

@@ -35,6 +35,8 @@ export interface StagedIndex {
   entries: IndexEntry[];
   deleted: string[];
   tracked: string[];
+  /** Paths the checkout of HEAD writes that the untracked or ignored snapshot brings back. */
+  untrackedFromHead?: string[];
 }
 export interface StagedHistory {
   headReflog: string;

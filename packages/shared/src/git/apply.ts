@@ -28,7 +28,6 @@
  *  8. The target is read again and must match the manifest (remote-tracking refs aside);
  *     otherwise RECLAIM_ERR_GIT_APPLY_FAILED with the differences.
  */
-import { randomUUID } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { mkdir, rm, unlink } from "node:fs/promises";
 import path from "node:path";
@@ -45,6 +44,7 @@ import {
 import { GitRestoreError } from "./errors";
 import type { RestoreManifest } from "./manifest";
 import { stagePayload } from "./payload";
+import { makeStaging, sweepStaleStaging } from "./staging-dir";
 import { openSafeRepository, quarantineBaseEnv, runSafeGit, type SafeRepository } from "./safe-git";
 import { compareReading, readLive, type Difference } from "./verify";
 import type { CaptureScope, WorktreeState } from "./worktree-state";
@@ -133,8 +133,8 @@ export async function applyPayload(
   }
   const mustBeAncestors = await refuseDiverged(repo, live.state, manifest);
 
-  const staging = path.join(repo.gitDir, `reclaim-apply-${randomUUID()}`);
-  await mkdir(staging, { mode: 0o700 });
+  await sweepStaleStaging(repo.gitDir);
+  const staging = await makeStaging(repo.gitDir);
   try {
     const stream = typeof payload === "function" ? await payload() : payload;
     await stagePayload(stream, staging);
@@ -147,10 +147,8 @@ export async function applyPayload(
         throw new GitRestoreError("RECLAIM_ERR_GIT_APPLY_BASE_MISSING", verified.stderr.trim());
       }
     }
-    const currentRefs = await refOids(
-      repo,
-      manifest.refs.map((r) => r.name),
-    );
+    // The refs as read at the start: the ref transaction checks each old value again.
+    const currentRefs = new Map(live.state.allRefs.map((r) => [r.name, r.oid]));
     await withObjectQuarantine(
       worktree,
       "restore-apply",
@@ -177,11 +175,14 @@ export async function applyPayload(
     );
 
     await repo.git(["read-tree", "-u", "--reset", manifest.head.oid]);
-    if (manifest.head.ref) await repo.git(["symbolic-ref", "HEAD", manifest.head.ref]);
-    else await repo.git(["update-ref", "--no-deref", "HEAD", manifest.head.oid]);
+    if (manifest.head.ref) {
+      if (live.state.head.ref !== manifest.head.ref)
+        await repo.git(["symbolic-ref", "HEAD", manifest.head.ref]);
+    } else await repo.git(["update-ref", "--no-deref", "HEAD", manifest.head.oid]);
 
     const snapshotOptions = { limits: READ_LIMITS, durable: false };
-    for (const file of [...sections.index.tracked, ...sections.index.deleted]) {
+    const { tracked, deleted, untrackedFromHead = [] } = sections.index;
+    for (const file of [...tracked, ...deleted, ...untrackedFromHead]) {
       await unlink(path.join(worktree, file)).catch((error: NodeJS.ErrnoException) => {
         if (error.code !== "ENOENT") throw error;
       });
@@ -225,22 +226,15 @@ export async function applyPayload(
   }
 }
 
-async function refOids(repo: SafeRepository, names: string[]): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
-  if (names.length === 0) return out;
-  const listed = await repo.text(["for-each-ref", "--format=%(objectname) %(refname)", ...names]);
-  for (const line of listed.split("\n").filter(Boolean)) {
-    const space = line.indexOf(" ");
-    const name = line.slice(space + 1);
-    // for-each-ref matches prefixes too: keep exact names only.
-    if (names.includes(name)) out.set(name, line.slice(0, space));
-  }
-  return out;
-}
-
 /** A commit the target holds that moving a ref away from could lose. */
-async function atRisk(repo: SafeRepository, oid: string, manifest: RestoreManifest): Promise<boolean> {
+async function atRisk(
+  repo: SafeRepository,
+  oid: string,
+  manifest: RestoreManifest,
+  state: WorktreeState,
+): Promise<boolean> {
   if (oid === manifest.head.oid || manifest.refs.some((r) => r.oid === oid)) return false;
+  if (state.allRefs.some((r) => r.oid === oid && r.name.startsWith("refs/remotes/"))) return false;
   const onRemote = await repo.text(["for-each-ref", "--count=1", "--contains", oid, "refs/remotes/"]);
   return onRemote.trim() === "";
 }
@@ -258,15 +252,12 @@ async function refuseDiverged(
   if (state.untracked.length > 0)
     throw diverged(`untracked files: ${state.untracked.slice(0, 5).join(", ")}`);
   const checks: { oid: string; to: string }[] = [];
-  if (await atRisk(repo, state.head.oid, manifest))
+  if (await atRisk(repo, state.head.oid, manifest, state))
     checks.push({ oid: state.head.oid, to: manifest.head.oid });
-  const current = await refOids(
-    repo,
-    manifest.refs.map((r) => r.name),
-  );
+  const current = new Map(state.allRefs.map((r) => [r.name, r.oid]));
   for (const ref of manifest.refs) {
     const oid = current.get(ref.name);
-    if (oid !== undefined && oid !== ref.oid && (await atRisk(repo, oid, manifest)))
+    if (oid !== undefined && oid !== ref.oid && (await atRisk(repo, oid, manifest, state)))
       checks.push({ oid, to: ref.oid });
   }
   return checks;

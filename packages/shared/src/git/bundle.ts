@@ -19,7 +19,7 @@
  */
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { open, stat, writeFile } from "node:fs/promises";
+import { mkdir, open, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { RestoreLimits } from "./capture";
 import { CaptureRefusedError } from "./errors";
@@ -77,10 +77,8 @@ async function baseTips(repo: SafeRepository, base: BaseSource, signal?: AbortSi
   }
   let url = base.url;
   if (url === undefined) {
-    const configured = await repo.git(["config", "--get", "remote.origin.url"], { okCodes: [0, 1] });
-    url = configured.stdout.toString().trim();
-    if (configured.code !== 0 || url === "")
-      throw new CaptureRefusedError("no_remote_base", [], "no origin URL");
+    url = repo.config.get("remote.origin.url") ?? "";
+    if (url === "") throw new CaptureRefusedError("no_remote_base", [], "no origin URL");
     // A local path is relative to the work tree.
     if (!/^[a-z][a-z0-9+.-]*:/i.test(url) && !url.startsWith("/")) url = path.resolve(repo.worktree!, url);
   }
@@ -114,6 +112,25 @@ async function prerequisitesOf(file: string): Promise<string[]> {
 }
 
 /**
+ * An empty bare repository written directly (what `git init --bare --template=` writes; one
+ * process less per capture).
+ */
+async function initHelper(tmp: string, objectFormat: string): Promise<string> {
+  const helper = path.join(tmp, "helper.git");
+  for (const dir of ["objects/info", "objects/pack", "refs/heads", "refs/tags"]) {
+    await mkdir(path.join(helper, dir), { recursive: true });
+  }
+  await writeFile(path.join(helper, "HEAD"), "ref: refs/heads/main\n");
+  const format = objectFormat === "sha1" ? "" : `[extensions]\n\tobjectFormat = ${objectFormat}\n`;
+  const version = objectFormat === "sha1" ? 0 : 1;
+  await writeFile(
+    path.join(helper, "config"),
+    `[core]\n\trepositoryformatversion = ${version}\n\tbare = true\n${format}`,
+  );
+  return helper;
+}
+
+/**
  * The index's blobs that HEAD's tree does not hold at the same path (staged changes and
  * conflict stages), read from the status records (`1 XY sub mH mI mW hH hI path`,
  * `u XY sub m1 m2 m3 mW h1 h2 h3 path`). The rest of the index is in HEAD's commit, which is
@@ -136,9 +153,8 @@ export async function buildBundle(
   tmp: string,
 ): Promise<{ base: { source: BaseSource["kind"]; oids: string[] }; bundle: BuiltBundle | null }> {
   // The throwaway repository: reads the workspace's (and the shared clone's) objects, writes only its own.
-  const helper = path.join(tmp, "helper.git");
+  const helper = await initHelper(tmp, repo.objectFormat);
   const env = remoteEnv(options.inherited);
-  await runSafeGit(["init", "-q", "--bare", "--template=", helper], { cwd: emptyDir(), env });
   const alternates = [repo.objectsDir];
   if (options.base.kind === "shared") {
     alternates.push(
@@ -181,21 +197,25 @@ export async function buildBundle(
     indexCarrier = (await helperGit(["commit-tree", tree, "-m", "reclaim index blobs"])).trim();
   }
 
-  const refLines: string[] = [];
+  // The bundle's refs, written as the helper's packed-refs (sorted, as git keeps them).
+  const bundleRefs = new Map<string, string>();
   const named = new Set<string>();
   for (const ref of state.refs) {
     if (types.has(ref.oid)) {
-      refLines.push(`create ${ref.name} ${ref.oid}`);
+      bundleRefs.set(ref.name, ref.oid);
       named.add(ref.oid);
     }
   }
-  refLines.push(`create refs/reclaim/head ${state.head.oid}`);
+  bundleRefs.set("refs/reclaim/head", state.head.oid);
   for (const oid of tips) {
-    if (!named.has(oid) && oid !== state.head.oid) refLines.push(`create refs/reclaim/history/${oid} ${oid}`);
+    if (!named.has(oid) && oid !== state.head.oid) bundleRefs.set(`refs/reclaim/history/${oid}`, oid);
   }
-  if (indexCarrier) refLines.push(`create refs/reclaim/index ${indexCarrier}`);
-  await helperGit(["update-ref", "--stdin"], refLines.join("\n") + "\n");
-  const refNames = refLines.map((line) => line.split(" ")[1]!);
+  if (indexCarrier) bundleRefs.set("refs/reclaim/index", indexCarrier);
+  const refNames = [...bundleRefs.keys()].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  await writeFile(
+    path.join(helper, "packed-refs"),
+    "# pack-refs with: sorted \n" + refNames.map((name) => `${bundleRefs.get(name)} ${name}\n`).join(""),
+  );
   const revInput = [...refNames, ...negatives.map((oid) => `^${oid}`)].join("\n") + "\n";
 
   const commits = Number((await helperGit(["rev-list", "--count", "--stdin"], revInput)).trim());

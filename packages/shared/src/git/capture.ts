@@ -28,7 +28,7 @@
  *   } finally { await capture.dispose(); }
  */
 import { createReadStream } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
@@ -141,6 +141,7 @@ export async function captureWorktree(dir: string, options: CaptureOptions): Pro
         entries: state.index.entries,
         deleted: state.deleted,
         tracked: state.trackedPresent,
+        untrackedFromHead: state.untrackedFromHead,
       }),
     );
     const historyJson = Buffer.from(
@@ -281,7 +282,17 @@ async function planSnapshots(
 /** Paths with a `filter` attribute cannot be restored byte for byte without running it. */
 async function refuseFilteredPaths(repo: SafeRepository, state: WorktreeState): Promise<void> {
   const paths = [...new Set([...state.index.entries.map((e) => e.path), ...state.untracked])];
-  if (paths.length === 0) return;
+  // Attributes come only from .gitattributes files and info/attributes (global and system
+  // ones are off): without either, no path has a filter, and git need not be asked.
+  const isAttributes = (p: string): boolean => p === ".gitattributes" || p.endsWith("/.gitattributes");
+  const attributeFiles =
+    paths.some(isAttributes) ||
+    state.ignored.some(isAttributes) ||
+    (await stat(path.join(repo.commonDir, "info", "attributes")).then(
+      () => true,
+      () => false,
+    ));
+  if (paths.length === 0 || !attributeFiles) return;
   const out = await repo.git(["check-attr", "-z", "--stdin", "filter"], { input: paths.join("\0") + "\0" });
   const fields = out.stdout.toString("utf8").split("\0");
   const filtered: string[] = [];

@@ -42,6 +42,8 @@ export interface WorktreeState {
   trackedPresent: string[];
   /** Tracked paths (in HEAD or the index) that are gone from the worktree. */
   deleted: string[];
+  /** Paths HEAD has that the index dropped but the worktree keeps: saved as untracked or ignored. */
+  untrackedFromHead: string[];
   untracked: string[];
   ignored: string[];
   headReflog: Buffer;
@@ -114,11 +116,14 @@ export async function readWorktreeState(repo: SafeRepository, options: ReadOptio
   if (await exists(path.join(repo.commonDir, "shallow"))) throw new CaptureRefusedError("shallow_history");
 
   // HEAD
-  const symbolic = await repo.git(["symbolic-ref", "-q", "HEAD"], { okCodes: [0, 1] });
-  const ref = symbolic.code === 0 ? symbolic.stdout.toString().trim() : null;
-  const resolved = await repo.git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], { okCodes: [0, 1] });
-  if (resolved.code !== 0) throw new CaptureRefusedError("unsupported_refs", ["HEAD"], "HEAD has no commit");
-  const head = { oid: resolved.stdout.toString().trim(), ref };
+  // One call: the commit, then the branch HEAD names ("HEAD" when detached).
+  const resolved = await repo.git(["rev-parse", "HEAD^{commit}", "--symbolic-full-name", "HEAD"], {
+    okCodes: [0, 128],
+  });
+  const [oid, name] = resolved.stdout.toString().split("\n");
+  if (resolved.code !== 0 || !oid)
+    throw new CaptureRefusedError("unsupported_refs", ["HEAD"], "HEAD has no commit");
+  const head = { oid, ref: name && name !== "HEAD" ? name : null };
 
   // Index
   const indexData = await readOptional(path.join(repo.gitDir, "index"));
@@ -175,13 +180,20 @@ export async function readWorktreeState(repo: SafeRepository, options: ReadOptio
   }
   if (nestedRepos.length > 0) throw new CaptureRefusedError("untracked_nested_repository", nestedRepos);
 
+  const ignored = await expandIgnored(worktree, ignoredEntries);
+  // A path removed from the index (`git rm --cached`) but still on disk is saved once, as
+  // the untracked or ignored file it now is.
+  const elsewhere = new Set([...untracked, ...ignored]);
   const trackedPresent: string[] = [];
   const deleted: string[] = [];
+  const untrackedFromHead: string[] = [];
   for (const file of changed) {
-    if (await exists(path.join(worktree, file))) trackedPresent.push(file);
-    else deleted.push(file);
+    if (await exists(path.join(worktree, file))) {
+      (elsewhere.has(file) ? untrackedFromHead : trackedPresent).push(file);
+    } else deleted.push(file);
   }
-  const ignored = await expandIgnored(worktree, ignoredEntries);
+  trackedPresent.push(...(await oddModes(worktree, index.entries, new Set(changed))));
+  trackedPresent.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
 
   // History and refs
   const headReflog = (await readOptional(path.join(repo.gitDir, "logs", "HEAD"))) ?? Buffer.alloc(0);
@@ -217,6 +229,7 @@ export async function readWorktreeState(repo: SafeRepository, options: ReadOptio
     trackedStatus,
     trackedPresent,
     deleted,
+    untrackedFromHead,
     untracked,
     ignored,
     headReflog,
@@ -256,6 +269,28 @@ async function reflogsOf(repo: SafeRepository, refs: RefValue[]): Promise<{ name
     if (log && log.length > 0) logs.push({ name: ref.name, log });
   }
   return logs;
+}
+
+/**
+ * Unchanged tracked files whose permission bits are not what a checkout writes (0644, or
+ * 0755 for an executable entry): git records only the executable bit, so such a file is saved
+ * with its bytes and mode like a changed one.
+ */
+async function oddModes(worktree: string, entries: IndexEntry[], changed: Set<string>): Promise<string[]> {
+  const out: string[] = [];
+  const candidates = entries.filter(
+    (e) => e.stage === 0 && !changed.has(e.path) && (e.mode & 0o170000) === 0o100000,
+  );
+  for (let i = 0; i < candidates.length; i += 64) {
+    const batch = candidates.slice(i, i + 64);
+    const stats = await Promise.all(batch.map((e) => lstat(path.join(worktree, e.path)).catch(() => null)));
+    batch.forEach((entry, j) => {
+      const stat = stats[j];
+      if (stat?.isFile() && (stat.mode & 0o7777) !== (entry.mode & 0o111 ? 0o755 : 0o644))
+        out.push(entry.path);
+    });
+  }
+  return out;
 }
 
 /** Ignored entries as files and links, directories expanded, exclusions applied. */

@@ -17,6 +17,7 @@ import { describeError } from "../../jobs/classify";
 import type { Tx } from "../../db";
 import { dueItems, nextItemDue, settleItem, type DueItem } from "../../ledger";
 import { subjectFacts } from "../../workspaces";
+import type { DomainId } from "../ids";
 import type { JobContext } from "../types";
 import { LIMITS, type GitRestorePointsConfig } from "./config";
 import { DOMAIN } from "./events";
@@ -103,7 +104,9 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
     faults: ctx.faults,
     dryRun: ctx.dryRun,
     signal: ctx.signal,
-    requestDeadlines: (requests) => ctx.deadlines.request(...requests),
+    requestDeadlines: (requests) => {
+      for (const r of requests) ctx.deadlines.at(r.reason, r.dueAt, r.scope, r.domain as DomainId);
+    },
   };
   for (const w of applied.work) {
     if (ctx.signal.aborted) break;

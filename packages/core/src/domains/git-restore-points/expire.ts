@@ -31,7 +31,7 @@ import {
 import type { Db, Tx } from "../../db";
 import type { FaultPoints } from "../../faults";
 import type { DeadlineRequest } from "../../ledger";
-import { dueFor, markActive, storageFor } from "../../restore-points";
+import { dueFor, recordActivation, storageFor } from "../../restore-points";
 import {
   archiveWorkspace,
   lifecycleGeneration,
@@ -189,7 +189,7 @@ export async function expireWorkspace(
           // The manifest as its exact text: jsonb would reorder its keys, and verification
           // compares the manifest's own serialization.
           const metadata = { capturedBy: "git-restore-points", manifest: serializeManifest(point.manifest) };
-          if ((await markActive(tx, point.facts, at, metadata)) !== 1) {
+          if ((await recordActivation(tx, point.facts, at, metadata)).count !== 1) {
             throw new RolledBack(
               "restore_point_changed",
               `restore point ${point.restorePointId} is no longer pending`,

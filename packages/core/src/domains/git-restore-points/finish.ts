@@ -80,7 +80,9 @@ export async function completeRemoval(
   if (current.state === "pending") {
     const pending = current;
     const step = await whileArchived(ctx, companyId, workspaceId, plan.lifecycleGeneration, async (tx) => {
-      if ((await removeCheckout(pending, ctx.faults, () => releaseAll(held))) === "replaced")
+      if (
+        (await removeCheckout(ctx.instanceRoot, pending, ctx.faults, () => releaseAll(held))) === "replaced"
+      )
         return "replaced" as const;
       const next: Removal = { ...pending, state: "renamed" };
       await record(tx, next);
@@ -90,7 +92,7 @@ export async function completeRemoval(
     current = step;
     await ctx.faults.hit("git-restore-points.registrations-removed");
   }
-  const reclaimedBytes = await deleteAside(current);
+  const reclaimedBytes = await deleteAside(ctx.instanceRoot, current);
   await ctx.faults.hit("git-restore-points.deleted");
   await whileArchived(ctx, companyId, workspaceId, plan.lifecycleGeneration, (tx) => record(tx, null));
   return { state: "removed", reclaimedBytes };

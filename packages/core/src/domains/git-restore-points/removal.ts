@@ -20,23 +20,32 @@
 import { lstat, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { breakLeftoverGitLocks, errnoCode, openSafeRepository } from "@reclaim/shared";
-import { identityOf, removeRetired, retire, RetireRefused, sameIdentity, type Identity } from "../../fs";
+import { entryKind, PathRefused, removeRetired, retire } from "../../fs";
 import type { FaultPoints } from "../../faults";
 import type { Removal } from "./recipe";
+import { provenDirBelow } from "./survey";
 
-const exists = async (file: string): Promise<boolean> => (await identityOf(file)) !== null;
+const exists = async (file: string): Promise<boolean> => (await entryKind(file)) !== "missing";
 
 /** Step 1: the checkout moves aside (nothing when it is gone already, or is another directory now). */
-export async function renameAside(removal: Removal): Promise<"renamed" | "gone" | "replaced"> {
-  const now = await identityOf(removal.path);
-  if (now === null) return "gone";
-  if (!sameIdentity(now, removal.identity as Identity)) return "replaced";
+export async function renameAside(
+  instanceRoot: string,
+  removal: Removal,
+): Promise<"renamed" | "gone" | "replaced"> {
+  const parent = await provenDirBelow(instanceRoot, path.dirname(removal.path));
+  if (parent === "missing") return "gone";
+  if (parent === "unsafe") return "replaced";
   try {
-    await retire(removal.path, ".expired", removal.identity, path.basename(removal.aside));
+    await retire(
+      parent,
+      path.basename(removal.path),
+      ".expired",
+      removal.identity,
+      path.basename(removal.aside),
+    );
     return "renamed";
   } catch (error) {
-    if (error instanceof RetireRefused && error.reason === "missing") return "gone";
-    if (error instanceof RetireRefused) return "replaced";
+    if (error instanceof PathRefused) return error.reason === "missing" ? "gone" : "replaced";
     throw error;
   }
 }
@@ -74,13 +83,14 @@ async function deleteBranch(clone: string, ref: string, oid: string): Promise<vo
  * `replaced`: another directory is at the path now (never touched); nothing was done.
  */
 export async function removeCheckout(
+  instanceRoot: string,
   removal: Removal,
   faults: FaultPoints,
   /** Releases the lock files this process still holds (before leftovers are broken). */
   release: () => Promise<void> = async () => undefined,
 ): Promise<"renamed" | "replaced"> {
   if (removal.state === "renamed") return "renamed";
-  const moved = await renameAside(removal);
+  const moved = await renameAside(instanceRoot, removal);
   if (moved === "replaced") return "replaced";
   await faults.hit("git-restore-points.renamed-aside");
   for (const r of removal.registrations) await removeRegistration(r.adminDir, r.gitdir);
@@ -91,6 +101,8 @@ export async function removeCheckout(
 }
 
 /** Step 4's deletion (no lock needed: the recorded name is this plan's alone). */
-export async function deleteAside(removal: Removal): Promise<number> {
-  return (await exists(removal.aside)) ? await removeRetired(removal.aside) : 0;
+export async function deleteAside(instanceRoot: string, removal: Removal): Promise<number> {
+  const parent = await provenDirBelow(instanceRoot, path.dirname(removal.aside));
+  if (typeof parent === "string") return 0;
+  return removeRetired(parent, path.basename(removal.aside));
 }

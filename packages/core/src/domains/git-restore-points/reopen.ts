@@ -67,8 +67,8 @@ async function reopenGitWorkspace(ctx: Ctx, tx: Tx, row: WorkspaceRow): Promise<
       await breakLeftoverGitLocks(plan.lockFiles);
       return finish(ctx, tx, row, recipe.value, "already_applied", [], undefined);
     }
-    await removeCheckout(plan, ctx.faults);
-    await deleteAside(plan);
+    await removeCheckout(ctx.instanceRoot, plan, ctx.faults);
+    await deleteAside(ctx.instanceRoot, plan);
   }
   const deps: RestoreDeps = {
     instanceRoot: ctx.instanceRoot,

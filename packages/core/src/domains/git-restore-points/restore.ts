@@ -33,7 +33,7 @@ import {
   type SafeRepository,
   type StorageProvider,
 } from "@reclaim/shared";
-import { identityOf, UUID_PATTERN } from "../../fs";
+import { entryKind, UUID_PATTERN } from "../../fs";
 import type { CheckoutRecipe } from "./recipe";
 import { realDirectoryBelow } from "./survey";
 
@@ -68,7 +68,7 @@ export type CheckoutRestore =
 
 const RESTORING = new RegExp(`^\\.restoring-${UUID_PATTERN}$`);
 
-const present = async (target: string): Promise<boolean> => (await identityOf(target)) !== null;
+const present = async (target: string): Promise<boolean> => (await entryKind(target)) !== "missing";
 
 /** The clone a worktree belongs to, cloned again from the repository when it is gone. */
 async function ensureClone(deps: RestoreDeps, recipe: CheckoutRecipe): Promise<SafeRepository> {

@@ -17,7 +17,7 @@
 import { lstat, readdir, readFile, realpath } from "node:fs/promises";
 import path from "node:path";
 import { errnoCode, openSafeRepository, type SafeRepository } from "@reclaim/shared";
-import { treeStats } from "../../fs";
+import { PathRefused, ProvenDir, treeStats } from "../../fs";
 
 export const NESTED_DIR = ".paperclip-repositories";
 const MAX_GITDIR_FILE_BYTES = 4096;
@@ -65,23 +65,35 @@ class Unsafe extends Error {
   }
 }
 
-/** `target` lies strictly below `root`, and every component on the way is a real directory (the last one too). */
-export async function realDirectoryBelow(root: string, target: string): Promise<"ok" | "missing" | "unsafe"> {
+/**
+ * The directory `target`, proven level by level from `root` (fs/proven-dir.ts: no level is a
+ * symbolic link); `missing` when a level does not exist, `unsafe` when one is a link or not a
+ * directory, or `target` is not strictly below `root`.
+ */
+export async function provenDirBelow(
+  root: string,
+  target: string,
+): Promise<ProvenDir | "missing" | "unsafe"> {
   const rel = path.relative(root, target);
   if (rel === "" || rel.startsWith("..") || path.isAbsolute(rel)) return "unsafe";
-  let current = root;
-  for (const part of rel.split(path.sep)) {
-    current = path.join(current, part);
-    let stat;
-    try {
-      stat = await lstat(current);
-    } catch (error) {
-      if (errnoCode(error) === "ENOENT") return "missing";
-      throw error;
+  let dir = await ProvenDir.top(root).catch(() => null);
+  if (dir === null) return "missing";
+  try {
+    for (const part of rel.split(path.sep)) {
+      const next: ProvenDir | null = await dir.child(part);
+      if (next === null) return "missing";
+      dir = next;
     }
-    if (!stat.isDirectory()) return "unsafe";
+  } catch (error) {
+    if (error instanceof PathRefused) return "unsafe";
+    throw error;
   }
-  return "ok";
+  return dir;
+}
+
+export async function realDirectoryBelow(root: string, target: string): Promise<"ok" | "missing" | "unsafe"> {
+  const dir = await provenDirBelow(root, target);
+  return typeof dir === "string" ? dir : "ok";
 }
 
 async function readGitdirFile(file: string): Promise<string | null> {

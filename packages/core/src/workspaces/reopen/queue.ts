@@ -69,12 +69,15 @@ export class ReopenQueue {
   }
 
   async status(jobId: string): Promise<{ state: ReopenJobState; result?: ReopenResult } | null> {
-    const job: Job<ReopenRequest, ReopenResult> | undefined = await this.queue.getJob(jobId);
-    if (!job) return null;
-    const raw = await job.getState();
+    // The state first, then the job: a job read before it completed carries no return value
+    // even when its state, read after, says completed.
+    const raw = await this.queue.getJobState(jobId);
+    if (raw === "unknown") return null;
     const state: ReopenJobState =
       raw === "completed" || raw === "failed" || raw === "active" || raw === "delayed" ? raw : "waiting";
-    return state === "completed" ? { state, result: job.returnvalue } : { state };
+    if (state !== "completed") return { state };
+    const job: Job<ReopenRequest, ReopenResult> | undefined = await this.queue.getJob(jobId);
+    return job ? { state, result: job.returnvalue } : null;
   }
 
   async close(): Promise<void> {
