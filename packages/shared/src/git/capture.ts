@@ -42,7 +42,7 @@ import {
 import { CaptureRefusedError, GitRestoreError, type RefusalReason } from "./errors";
 import { MANIFEST_SCHEMA, sha256, stateDigests, type RestoreManifest, type TreeSection } from "./manifest";
 import { payloadSize, payloadStream, type Section, type SectionName } from "./payload";
-import { buildBundle, type BaseSource } from "./bundle";
+import { buildBundle, restoredHistory, type BaseSource } from "./bundle";
 import { openSafeRepository, type SafeRepository } from "./safe-git";
 import { readWorktreeState, type CaptureScope, type WorktreeState } from "./worktree-state";
 
@@ -83,6 +83,15 @@ export interface CaptureOptions {
   scope?: CaptureScope;
   /** Rules for nested `.paperclip-repositories` checkouts. Default false. */
   nested?: boolean;
+  /**
+   * The manifest of the restore point this checkout was last restored from (applyPayload), as
+   * the caller stored it. Its history-only objects (and index carrier), which apply imported as
+   * objects reachable from nothing, are saved again in this restore point, and a nested
+   * checkout's `unreachable_objects` rule accepts exactly the objects they reach. Any other
+   * unreachable object still refuses the capture. It must come from the caller's own records,
+   * never from the workspace (an agent could name any object there).
+   */
+  restoredFrom?: RestoreManifest;
   limits?: RestoreLimits;
   /** Where the bundle is written. Default os.tmpdir(). */
   tmpDir?: string;
@@ -133,7 +142,13 @@ export async function captureWorktree(dir: string, options: CaptureOptions): Pro
   const dispose = (): Promise<void> => rm(tmp, { recursive: true, force: true });
   try {
     const plans = await planSnapshots(repo.worktree!, state, limits);
-    const { base, bundle } = await buildBundle(repo, state, { ...options, scope, nested, limits }, tmp);
+    const restored = restoredHistory(options.restoredFrom);
+    const { base, bundle } = await buildBundle(
+      repo,
+      state,
+      { ...options, scope, nested, limits, restored },
+      tmp,
+    );
     const digests = stateDigests(state);
     const indexJson = Buffer.from(
       JSON.stringify({
@@ -196,6 +211,7 @@ export async function captureWorktree(dir: string, options: CaptureOptions): Pro
               bytes: bundle.bytes,
               commits: bundle.commits,
               indexCarrier: bundle.indexCarrier,
+              historyOnly: bundle.historyOnly,
             }
           : null,
         refs: digests.refs,
