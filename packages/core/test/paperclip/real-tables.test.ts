@@ -40,11 +40,12 @@ async function paperclipDatabase() {
 }
 
 async function paperclipStack(env: Record<string, string> = {}): Promise<Stack> {
-  // Task directories are off by default (the spec); here every domain runs.
-  return startStack({
-    database: await paperclipDatabase(),
-    env: { PAPERCLIP_TASK_DIRECTORY_RETENTION_ENABLED: "true", ...env },
-  });
+  // Task directories and git cache expiration are off by default (the spec); here every domain runs.
+  const on = {
+    PAPERCLIP_TASK_DIRECTORY_RETENTION_ENABLED: "true",
+    PAPERCLIP_GIT_CACHE_EXPIRATION_ENABLED: "true",
+  };
+  return startStack({ database: await paperclipDatabase(), env: { ...on, ...env } });
 }
 
 const sql = (stack: Stack, text: string, ...params: unknown[]) => stack.db.$executeRawUnsafe(text, ...params);

@@ -102,10 +102,32 @@ export interface CaptureOptions {
 
 export interface Capture {
   payloadSize: number;
+  /** What the capture holds, known before the payload is read (a caller may judge, then seal or dispose). */
+  preview: CapturePreview;
   stream: Readable;
   /** Resolves after `stream` ended; rejects if it failed. */
   manifest: Promise<RestoreManifest>;
   dispose(): Promise<void>;
+}
+
+/**
+ * A capture's contents before its payload is read: enough to tell whether the remote
+ * reproduces the worktree exactly (no commit beyond the base other than the index carrier, no
+ * file saved) without reading a file.
+ */
+export interface CapturePreview {
+  head: { oid: string; ref: string | null };
+  /** The scope's branches (and tags, for a clone). */
+  refs: { name: string; oid: string }[];
+  /** Commits the bundle takes as present. */
+  baseOids: string[];
+  /** Commits in the bundle beyond the base, the index carrier not counted. */
+  commits: number;
+  /** Tracked paths saved as files, tracked paths deleted, untracked and ignored entries saved. */
+  tracked: number;
+  deleted: number;
+  untracked: number;
+  ignored: number;
 }
 
 export async function captureWorktree(dir: string, options: CaptureOptions): Promise<Capture> {
@@ -207,7 +229,17 @@ export async function captureWorktree(dir: string, options: CaptureOptions): Pro
           : error;
       });
     manifest.catch(() => undefined);
-    return { payloadSize: payloadSize(sections), stream, manifest, dispose };
+    const preview: CapturePreview = {
+      head: state.head,
+      refs: state.refs,
+      baseOids: base.oids,
+      commits: bundle ? bundle.commits - (bundle.indexCarrier ? 1 : 0) : 0,
+      tracked: plans.tracked.entries.length,
+      deleted: state.deleted.length,
+      untracked: plans.untracked.entries.length,
+      ignored: plans.ignored.entries.length,
+    };
+    return { payloadSize: payloadSize(sections), preview, stream, manifest, dispose };
   } catch (error) {
     await dispose();
     throw error;
