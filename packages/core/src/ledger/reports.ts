@@ -101,7 +101,7 @@ export function toBatchReport(row: ReportRow, withEntries = false): BatchReport 
 
 /**
  * Stores a report and adds it to its domain's running totals (report-totals.ts) and to the
- * hourly rollup (report-stats.ts), in the caller's transaction.
+ * rollup of its entries by hour and day (report-stats.ts), in the caller's transaction.
  */
 export async function insertReport(tx: Tx, report: NewReport): Promise<BatchReport> {
   await addReportTotals(tx, report);
