@@ -5,13 +5,15 @@
  * restore point, the dry run.
  */
 import { randomUUID } from "node:crypto";
-import { lstat, mkdir, open, readdir, readFile, rm, symlink, utimes, writeFile } from "node:fs/promises";
+import { lstat, mkdir, open, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { readConfigOf } from "@reclaim/core";
 import { startStack, tempDir, waitFor, type Stack } from "@reclaim/testkit";
 import {
+  age,
   closeEvent,
   exists,
+  issueDirectory,
   removed,
   snapshotOf,
   task,
@@ -39,35 +41,7 @@ async function reasonFor(
   return reports.flatMap((r) => r.entries ?? []).find((e) => e.id === entryOf(t) && what(e))!;
 }
 
-/** Sets every entry's times `days` ago, deepest first, the directory itself last. */
-async function age(dir: string, days: number) {
-  const at = new Date(Date.now() - days * DAY);
-  const walk = async (p: string) => {
-    for (const name of await readdir(p)) {
-      const full = path.join(p, name);
-      const st = await lstat(full);
-      if (st.isDirectory()) await walk(full);
-      if (!st.isSymbolicLink()) await utimes(full, at, at);
-    }
-  };
-  await walk(dir);
-  await utimes(dir, at, at);
-}
-
-async function orphan(opts: { issue?: "done" | "gone" }) {
-  const company = randomUUID();
-  const issue = randomUUID();
-  const dir = path.join(stack.instanceRoot, "isolated-workspaces", company, issue);
-  if (opts.issue === "done") {
-    await stack.db.issue.create({
-      data: { id: issue, companyId: company, status: "done", completedAt: new Date(Date.now() - 10 * DAY) },
-    });
-  }
-  await mkdir(dir, { recursive: true });
-  await writeFile(path.join(dir, "notes.txt"), "orphaned\n");
-  await age(dir, 10);
-  return { company, issue, dir };
-}
+const orphan = (opts: { issue?: "done" | "gone" }) => issueDirectory(stack, opts);
 
 describe("the orphan walk", () => {
   it("removes an orphan whose issue is gone or closed past the grace, and keeps one a live lease of its tree's run refers to", async () => {
@@ -354,7 +328,9 @@ describe("the controls", () => {
       expect(await readdir(path.join(off.instanceRoot, "data", "storage")).catch(() => [])).toEqual([]);
       // Kept until something changes: no deadline for it.
       await off.idle();
-      const item = await off.db.reclaimItemDeadline.findFirstOrThrow({ where: { itemId: `ws:${t.workspace}` } });
+      const item = await off.db.reclaimItemDeadline.findFirstOrThrow({
+        where: { itemId: `ws:${t.workspace}` },
+      });
       expect([item.dueAt, item.reason]).toEqual([null, "restore_points_disabled"]);
     } finally {
       await off.stop();
