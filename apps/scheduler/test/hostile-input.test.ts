@@ -108,6 +108,25 @@ describe("dates outside what timestamptz stores, after the domain's arithmetic, 
     expect400(response, "events.0.writtenAt");
   });
 
+  it.each([["/v1/stats/reclaimed"], ["/v1/stats/skips"]])(
+    "%s with a `to` whose default range (30 days back) starts before year 1",
+    async (route) => {
+      const response = await stack.api("GET", `${route}?to=0001-01-01T00:00:00Z`);
+      expect400(response, "to");
+    },
+  );
+
+  it.each([
+    ["hour", "9999-12-31T00:00:00Z", "9999-12-31T23:59:59.999Z"],
+    ["day", "9999-12-01T00:00:00Z", "9999-12-31T23:59:59.999Z"],
+    ["day", "0001-01-01T00:00:00Z", "0001-01-31T00:00:00Z"],
+  ])("stats buckets of %s at the edges of time (%s to %s) are answered", async (bucket, from, to) => {
+    for (const route of ["/v1/stats/reclaimed", "/v1/stats/skips"]) {
+      const response = await stack.api("GET", `${route}?bucket=${bucket}&from=${from}&to=${to}`);
+      expect({ route, status: response.status }).toEqual({ route, status: 200 });
+    }
+  });
+
   it("the first and last storable instants are accepted", async () => {
     const response = await stack.api("POST", "/v1/events", {
       events: [live("s-first", "0001-01-01T00:00:00Z"), evidence("9000-01-01T00:00:00Z")],

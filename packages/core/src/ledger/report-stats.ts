@@ -1,10 +1,12 @@
 /**
- * The hourly rollup of report entries (table reclaim_report_stats): per domain, company, hour,
- * dry run, outcome and reason, how many entries and how many bytes. Every stored report adds
- * its entries in the transaction that stores it, counted as the batch saw them (a report row
- * keeps at most MAX_REPORT_ENTRIES entries; the tally counts all), each to its company's row and
- * to the row of every company (ALL_COMPANIES), which instance-wide aggregates read. The console and the
- * `GET /v1/stats/*` routes read aggregates from it, each one query on an index.
+ * The rollup of report entries: per domain, company, hour (table reclaim_report_stats) or UTC
+ * day (reclaim_report_stats_daily), dry run, outcome and reason, how many entries and how many
+ * bytes. Every stored report adds its entries to both in one statement of the transaction that
+ * stores it, counted as the batch saw them (a report row keeps at most MAX_REPORT_ENTRIES
+ * entries; the tally counts all), each to its company's row and to the row of every company
+ * (ALL_COMPANIES), which instance-wide aggregates read. The console and the `GET /v1/stats/*`
+ * routes read aggregates from it (stats/queries.ts), each one query on an index: day rows for
+ * whole days, hourly rows for hour buckets and partial days.
  */
 import type { Tx } from "../db";
 import { sqlFile } from "../db/sql";
@@ -62,7 +64,7 @@ export interface StatsReport {
   finishedAt: Date;
 }
 
-/** Adds a report's tally to the rollup (the report's own transaction). */
+/** Adds a report's tally to the hourly and day rows of the rollup (the report's own transaction). */
 export async function addReportStats(tx: Tx, report: StatsReport, cells: StatsCell[]): Promise<void> {
   if (cells.length === 0) return;
   await tx.$executeRawUnsafe(
@@ -78,7 +80,7 @@ export async function addReportStats(tx: Tx, report: StatsReport, cells: StatsCe
   );
 }
 
-/** Deletes a few rollup rows past STATS_RETENTION_DAYS (with each stored report). */
+/** Deletes a few hourly and day rows past STATS_RETENTION_DAYS (with each stored report). */
 export async function pruneReportStats(tx: Tx, now: Date): Promise<void> {
   const before = new Date(now.getTime() - STATS_RETENTION_DAYS * 86_400_000);
   await tx.$executeRawUnsafe(sqlFile(__dirname, "prune-report-stats.sql"), before, PRUNE_STATS_PER_REPORT);

@@ -12,9 +12,11 @@ import { companyIdOf, scopeOf, type Scope } from "./scope";
  * How an entry ended. `skipped` means exactly "kept, because <reason>" (and counts in the
  * report's `skipped`); `noted` is neither kept nor removed by this batch: the entry vanished
  * before it was acted on, or a leftover was put back (`unconfirmed_copy_restored`). Noted
- * entries are listed with their reason but never counted as skips.
+ * entries are listed with their reason but never counted as skips. `rolled_back` (issue 11,
+ * additive): removal was prepared and undone because the entry changed under its locks; it
+ * is kept, and counted among the skips with its reason like a `skipped` entry.
  */
-export type EntryOutcome = "candidate" | "removed" | "kept" | "skipped" | "noted" | "failed";
+export type EntryOutcome = "candidate" | "removed" | "kept" | "skipped" | "noted" | "failed" | "rolled_back";
 
 /** One entry a check looked at: a folder, a cache version, a restore point... */
 export interface ReportEntry {
@@ -99,7 +101,7 @@ export function toBatchReport(row: ReportRow, withEntries = false): BatchReport 
 
 /**
  * Stores a report and adds it to its domain's running totals (report-totals.ts) and to the
- * hourly rollup (report-stats.ts), in the caller's transaction.
+ * rollup of its entries by hour and day (report-stats.ts), in the caller's transaction.
  */
 export async function insertReport(tx: Tx, report: NewReport): Promise<BatchReport> {
   await addReportTotals(tx, report);

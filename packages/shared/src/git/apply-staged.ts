@@ -23,6 +23,7 @@ import { GitRestoreError } from "./errors";
 import { writeIndex, type IndexEntry } from "./index-file";
 import { sha256, type RestoreManifest } from "./manifest";
 import type { SafeRepository } from "./safe-git";
+import { errnoCode } from "../errors";
 
 export const READ_LIMITS = {
   maxFiles: 10_000_000,
@@ -103,8 +104,8 @@ export async function linkInWithoutReplacing(
         kept.push(child);
       }
     } else {
-      await link(source, dest).catch((error: NodeJS.ErrnoException) => {
-        if (error.code !== "EEXIST") throw error;
+      await link(source, dest).catch((error: unknown) => {
+        if (errnoCode(error) !== "EEXIST") throw error;
         kept.push(child);
       });
     }

@@ -48,6 +48,7 @@ import { makeStaging, sweepStaleStaging } from "./staging-dir";
 import { openSafeRepository, quarantineBaseEnv, runSafeGit, type SafeRepository } from "./safe-git";
 import { compareReading, readLive, type Difference } from "./verify";
 import type { CaptureScope, WorktreeState } from "./worktree-state";
+import { ignoreErrno } from "../errors";
 
 export type ApplyResult = { status: "already_applied" } | { status: "applied"; keptIgnored: string[] };
 
@@ -183,9 +184,7 @@ export async function applyPayload(
     const snapshotOptions = { limits: READ_LIMITS, durable: false };
     const { tracked, deleted, untrackedFromHead = [] } = sections.index;
     for (const file of [...tracked, ...deleted, ...untrackedFromHead]) {
-      await unlink(path.join(worktree, file)).catch((error: NodeJS.ErrnoException) => {
-        if (error.code !== "ENOENT") throw error;
-      });
+      await unlink(path.join(worktree, file)).catch(ignoreErrno("ENOENT"));
     }
     await restoreSnapshot(createReadStream(path.join(staging, "tracked")), worktree, {
       ...snapshotOptions,

@@ -15,6 +15,7 @@ import { CaptureRefusedError, GitRestoreError } from "./errors";
 import { isEnvFile, isLeftOutOfIgnored, NESTED_CHECKOUTS_DIRECTORY } from "./exclusions";
 import { parseIndex, type IndexEntry } from "./index-file";
 import type { SafeRepository } from "./safe-git";
+import { errnoCode } from "../errors";
 
 /** What belongs to the capture (spec, "Nested project repository worktrees"). */
 export type CaptureScope =
@@ -99,8 +100,8 @@ async function exists(file: string): Promise<boolean> {
 }
 
 async function readOptional(file: string): Promise<Buffer | null> {
-  return readFile(file).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === "ENOENT") return null;
+  return readFile(file).catch((error: unknown) => {
+    if (errnoCode(error) === "ENOENT") return null;
     throw error;
   });
 }

@@ -35,7 +35,10 @@ export const rangeQuery = {
     .describe(
       "Start (inclusive, truncated to its bucket); default `to` minus 2 days (hour) or 30 days (day)",
     ),
-  to: timestamp().optional().describe("End (exclusive); default now"),
+  // Without `from`, the range starts that far before `to`: it must stay storable too.
+  to: timestamp({ subtractsUpTo: Math.max(...Object.values(DEFAULT_STATS_RANGE_MS)) })
+    .optional()
+    .describe("End (exclusive); default now"),
 };
 
 export function statsFilter(deps: ApiDeps, query: { domain?: string; companyId?: string }): StatsFilter {
