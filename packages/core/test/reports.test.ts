@@ -13,6 +13,7 @@ import {
   DeadlineQueues,
   defineDomain,
   FaultPoints,
+  readReportTotals,
   runJob,
   silentLogger,
   TestClock,
@@ -99,6 +100,12 @@ function run(ms: number) {
   );
 }
 
+async function totalsOf(domain: string) {
+  const totals = (await readReportTotals(db)).find((t) => t.domain === domain);
+  if (!totals) throw new Error(`no totals for ${domain}`);
+  return totals;
+}
+
 async function oldReports(count: number, daysAgo: number): Promise<void> {
   const at = new Date(clock.now().getTime() - daysAgo * DAY_MS);
   await db.reclaimBatchReport.createMany({
@@ -116,7 +123,7 @@ async function oldReports(count: number, daysAgo: number): Promise<void> {
 it("every stored report is added to its domain's running totals in the same transaction", async () => {
   await run(20); // 0.02 s
   await run(3000); // 3 s
-  const totals = await db.reclaimReportTotal.findUniqueOrThrow({ where: { domain: ID } });
+  const totals = await totalsOf(ID);
   expect(totals).toMatchObject({
     batches: 2n,
     errors: 0n,
@@ -134,14 +141,14 @@ it("every stored report is added to its domain's running totals in the same tran
 it("reports past their retention are pruned a few per stored report; totals and /metrics keep counting", async () => {
   await oldReports(25, 31); // past the 30-day retention
   await oldReports(3, 29); // within it
-  const before = await db.reclaimReportTotal.findUniqueOrThrow({ where: { domain: ID } });
+  const before = await totalsOf(ID);
 
   await run(10);
   expect(await db.reclaimBatchReport.count({ where: { jobId: "old" } })).toBe(28 - 20);
   await run(10);
   expect(await db.reclaimBatchReport.count({ where: { jobId: "old" } })).toBe(3);
 
-  const after = await db.reclaimReportTotal.findUniqueOrThrow({ where: { domain: ID } });
+  const after = await totalsOf(ID);
   expect(after.batches).toBe(before.batches + 2n);
   expect(after.removed).toBe(before.removed + 2n);
 
@@ -152,7 +159,20 @@ it("reports past their retention are pruned a few per stored report; totals and 
   } as unknown as ApiDeps).render();
   expect(metrics).toContain(`reclaim_batches_total{domain="${ID}",result="ok"} ${after.batches}`);
   expect(metrics).toContain(`reclaim_reclaimed_bytes_total{domain="${ID}"} ${after.reclaimedBytes}`);
-  const skips = (after.skipped as Record<string, number>).still_needed;
+  const skips = after.skipped.still_needed;
   expect(metrics).toContain(`reclaim_skips_total{domain="${ID}",reason="still_needed"} ${skips}`);
   expect(metrics).toContain(`reclaim_job_duration_seconds_count{domain="${ID}"} ${after.batches}`);
+});
+
+it("concurrent jobs of a domain add to separate shards of its totals, which add up to every report", async () => {
+  const before = await totalsOf(ID);
+  // The clock is shared: batches that take no time of it, so each falls in the first bucket.
+  await Promise.all(Array.from({ length: 12 }, () => run(0)));
+  const after = await totalsOf(ID);
+  expect(after.batches).toBe(before.batches + 12n);
+  expect(after.removed).toBe(before.removed + 12n);
+  expect(after.skipped.still_needed).toBe(before.skipped.still_needed! + 12);
+  expect(after.durationBuckets[0]).toBe(before.durationBuckets[0]! + 12n);
+  const shards = await db.reclaimReportTotal.count({ where: { domain: ID } });
+  expect(shards).toBeGreaterThan(1);
 });

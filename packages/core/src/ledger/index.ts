@@ -3,3 +3,4 @@ export * from "./deadlines";
 export * from "./cursors";
 export * from "./reports";
 export * from "./report-totals";
+export * from "./settle";
