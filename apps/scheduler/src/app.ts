@@ -2,10 +2,11 @@
  * The Fastify application: auth, error mapping, the route table, the dashboard. Built by
  * `buildApp` without listening, so tests drive it with `inject` or a real port alike.
  */
-import { CALLBACK_QUEUE, ReclaimError } from "@reclaim/core";
+import { CALLBACK_QUEUE, echo, ReclaimError } from "@reclaim/core";
 import { Queue } from "bullmq";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import { authHook } from "./auth";
+import { registerConsole } from "./console";
 import { registerDashboard } from "./dashboard";
 import type { ApiDeps } from "./deps";
 import { installErrorHandling } from "./errors";
@@ -23,6 +24,8 @@ import { readyRoute } from "./routes/ready";
 import { reportRoute } from "./routes/report";
 import { reportsRoute } from "./routes/reports";
 import { restorePointRoutes } from "./routes/restore-points";
+import { statsRoutes } from "./routes/stats";
+import { reopenRoute } from "./routes/workspaces/reopen";
 import type { Route } from "./routes/route";
 import { sweepsRoute } from "./routes/sweeps";
 import { parseInput } from "./validation";
@@ -77,10 +80,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     },
     bodyLimit: BODY_LIMIT_BYTES,
     return503OnClosing: true,
-    routerOptions: { maxParamLength: 300 },
-    // Errors the router raises before any handler (bad URL encoding, over-long params).
-    frameworkErrors: (error, _request, reply) => {
-      const mapped = new ReclaimError("RECLAIM_ERR_VALIDATION", { message: error.message });
+    // As long as a URL Node accepts (its 16 KiB header limit): a long parameter reaches the
+    // route's schema, whose 400 names it, instead of the router's anonymous refusal.
+    routerOptions: { maxParamLength: 16 * 1024 },
+    // Errors the router raises before any handler (a path that is not valid percent-encoded UTF-8).
+    frameworkErrors: (error, request, reply) => {
+      const mapped = new ReclaimError("RECLAIM_ERR_VALIDATION", {
+        message: `url: ${echo(request.url)} is not a valid URL (${error.code})`,
+        field: "url",
+      });
       void (reply as unknown as FastifyReply).code(mapped.status).send(mapped.toBody());
     },
   });
@@ -92,7 +100,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   installErrorHandling(app, deps.log);
   // JSON only: any other body type is a 415, not a string for the validators to puzzle over.
   app.removeContentTypeParser(["text/plain"]);
-  app.addHook("onRequest", authHook(options.token));
+  app.addHook("onRequest", authHook(options.token, deps.clock));
 
   const routes: Route<unknown, unknown, unknown>[] = [];
   const document = () => openApiDocument(routes, API_VERSION);
@@ -108,6 +116,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     deadlinesRoute,
     domainsRoute,
     ...restorePointRoutes,
+    reopenRoute,
+    ...statsRoutes,
     metricsRoute(new Metrics(deps)),
     docsRoute(document),
   ) as unknown;
@@ -135,6 +145,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     });
   }
 
+  await registerConsole(app, options.token, deps);
   if (options.dashboard !== false) {
     const queues = [...deps.domains.keys()].map((id) => deps.queues.queue(id));
     const callbacks = new Queue(CALLBACK_QUEUE, { connection: deps.redis, prefix: deps.queuePrefix });

@@ -7,6 +7,7 @@ import type {
   DomainId,
   Env,
   Logger,
+  ReopenQueue,
 } from "@reclaim/core";
 import type { Redis } from "ioredis";
 
@@ -15,6 +16,8 @@ export interface ApiDeps {
   db: Db;
   redis: Redis;
   queues: DeadlineQueues;
+  /** The reopen queue (workspaces/reopen): the reopen route adds to it and may wait for a result. */
+  reopens: ReopenQueue;
   clock: Clock;
   log: Logger;
   domains: ReadonlyMap<DomainId, AnyDomain>;

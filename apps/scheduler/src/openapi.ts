@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import type { Route } from "./routes/route";
+import { errorBody } from "./routes/schemas";
 
 function jsonSchema(schema: z.ZodType, io: "input" | "output"): unknown {
   return z.toJSONSchema(schema, { target: "draft-2020-12", io, unrepresentable: "any" });
@@ -34,8 +35,19 @@ export function openApiDocument(routes: Route<unknown, unknown, unknown>[], vers
               content: { "application/json": { schema: jsonSchema(body, "output") } },
             };
     }
-    if (!r.public) responses["401"] ??= { description: "Missing or wrong bearer token" };
+    // Answers the app gives before a handler runs (app.ts, auth.ts, errors.ts).
+    const error = (description: string) => ({
+      description,
+      content: { "application/json": { schema: jsonSchema(errorBody, "output") } },
+    });
+    if (r.body || r.query || r.params) responses["400"] ??= error("Invalid input: `field` names it");
+    if (!r.public) responses["401"] ??= error("Missing or wrong bearer token");
+    if (r.body) {
+      responses["413"] ??= error("Body larger than 1 MiB");
+      responses["415"] ??= error("Body not JSON");
+    }
     (paths[path] ??= {})[r.method.toLowerCase()] = {
+      operationId: r.operationId,
       summary: r.summary,
       ...(r.public ? { security: [] } : {}),
       parameters: [...parameters(r.params, "path"), ...parameters(r.query, "query")],
@@ -57,6 +69,8 @@ export function openApiDocument(routes: Route<unknown, unknown, unknown>[], vers
       version,
       description: "Frees disk on Paperclip hosts without losing work that cannot be rebuilt.",
     },
+    // Relative: the API is served from wherever this document is (behind any proxy or port).
+    servers: [{ url: "/", description: "This scheduler" }],
     components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
     security: [{ bearer: [] }],
     paths,

@@ -22,6 +22,7 @@ import {
   onReconnect,
   readSchedulerConfig,
   readServiceConfig,
+  ReopenQueue,
   startWakeListener,
   systemClock,
   type AnyDomain,
@@ -68,10 +69,12 @@ export async function createScheduler(options: SchedulerOptions = {}): Promise<S
   const db = createDb(service.databaseUrl);
   const redis = createRedis(service.redisUrl);
   const queues = DeadlineQueues.forService(db, redis, clock, service, log);
+  const reopens = new ReopenQueue(redis, service.queuePrefix);
   const deps: ApiDeps = {
     db,
     redis,
     queues,
+    reopens,
     clock,
     log,
     domains,
@@ -144,6 +147,7 @@ export async function createScheduler(options: SchedulerOptions = {}): Promise<S
       stopped = true;
       await wake?.stop();
       await app.close();
+      await reopens.close();
       await queues.close();
       await closeRedis(redis);
       await db.$disconnect();

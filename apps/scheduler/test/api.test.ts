@@ -57,7 +57,20 @@ describe("authentication", () => {
       ...route,
       path: route.url.replace(/:[A-Za-z]+/g, randomUUID()).replace(/\*/g, "index.js"),
     }));
-  const PUBLIC = ["GET /healthz", "GET /readyz", "HEAD /healthz", "HEAD /readyz"];
+  // The console's login form and its static assets (no data) need no token either.
+  const PUBLIC = [
+    "GET /healthz",
+    "GET /readyz",
+    "HEAD /healthz",
+    "HEAD /readyz",
+    "GET /console/login",
+    "HEAD /console/login",
+    "POST /console/login",
+    "GET /console/assets/*",
+    "HEAD /console/assets/*",
+    "GET /console/vendor/*",
+    "HEAD /console/vendor/*",
+  ];
 
   it("the route table is the app's own: every API, restore-point and dashboard route", () => {
     const keys = served().map((r) => `${r.method} ${r.url}`);
@@ -79,7 +92,7 @@ describe("authentication", () => {
     expect(keys.filter((k) => k.includes("/restore-points")).length).toBeGreaterThanOrEqual(6);
   });
 
-  it("every registered route but health and readiness refuses a missing or wrong token with 401", async () => {
+  it("every registered route but health, readiness and the console's login and assets refuses a missing or wrong token with 401", async () => {
     const routes = served().filter((r) => !PUBLIC.includes(`${r.method} ${r.url}`));
     expect(routes.length).toBeGreaterThan(15);
     for (const route of routes) {
@@ -487,6 +500,17 @@ describe("response shapes", () => {
       "companyId",
       "limit",
     ]);
+  });
+
+  it("docs give every operation a unique operationId and the document a servers entry (Redocly lint)", async () => {
+    const docs = await call("GET", "/docs");
+    expect(docs.body.servers).toEqual([expect.objectContaining({ url: "/" })]);
+    const ids = Object.values(docs.body.paths as Record<string, Record<string, { operationId?: unknown }>>)
+      .flatMap((operations) => Object.values(operations))
+      .map((operation) => operation.operationId);
+    expect(ids.length).toBeGreaterThan(10);
+    for (const id of ids) expect(id).toMatch(/^[a-z][A-Za-z]+$/);
+    expect(new Set(ids).size).toBe(ids.length);
   });
 });
 

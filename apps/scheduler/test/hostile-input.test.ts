@@ -108,6 +108,25 @@ describe("dates outside what timestamptz stores, after the domain's arithmetic, 
     expect400(response, "events.0.writtenAt");
   });
 
+  it.each([["/v1/stats/reclaimed"], ["/v1/stats/skips"]])(
+    "%s with a `to` whose default range (30 days back) starts before year 1",
+    async (route) => {
+      const response = await stack.api("GET", `${route}?to=0001-01-01T00:00:00Z`);
+      expect400(response, "to");
+    },
+  );
+
+  it.each([
+    ["hour", "9999-12-31T00:00:00Z", "9999-12-31T23:59:59.999Z"],
+    ["day", "9999-12-01T00:00:00Z", "9999-12-31T23:59:59.999Z"],
+    ["day", "0001-01-01T00:00:00Z", "0001-01-31T00:00:00Z"],
+  ])("stats buckets of %s at the edges of time (%s to %s) are answered", async (bucket, from, to) => {
+    for (const route of ["/v1/stats/reclaimed", "/v1/stats/skips"]) {
+      const response = await stack.api("GET", `${route}?bucket=${bucket}&from=${from}&to=${to}`);
+      expect({ route, status: response.status }).toEqual({ route, status: 200 });
+    }
+  });
+
   it("the first and last storable instants are accepted", async () => {
     const response = await stack.api("POST", "/v1/events", {
       events: [live("s-first", "0001-01-01T00:00:00Z"), evidence("9000-01-01T00:00:00Z")],
@@ -147,6 +166,44 @@ describe(`metadata nested deeper than ${MAX_JSON_DEPTH} is a 400, not a recursio
   it("metadata larger than its documented size is a 400", async () => {
     const response = await registerWith({ big: "x".repeat(70 * 1024) });
     expect400(response, "metadata");
+  });
+});
+
+describe("a forged or malformed cursor is a 400 naming it, never a 500", () => {
+  const token = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
+  const raw = (text: string) => Buffer.from(text).toString("base64url");
+
+  it.each([
+    ["not base64 JSON", "%21%21%21"],
+    ["JSON null", token(null)],
+    ["an array", token(["2020-01-01T00:00:00.000Z", randomUUID()])],
+    ["an id that is no UUID", token({ createdAt: "2020-01-01T00:00:00.000Z", id: "not-a-uuid" })],
+    ["an id with a NUL", token({ createdAt: "2020-01-01T00:00:00.000Z", id: `${randomUUID()}\u0000` })],
+    ["a createdAt in year 0", token({ createdAt: "0000-01-01T00:00:00.000Z", id: randomUUID() })],
+    ["a createdAt past year 9999", token({ createdAt: "+275760-09-13T00:00:00.000Z", id: randomUUID() })],
+    ["a createdAt that is no date-time", token({ createdAt: "2020", id: randomUUID() })],
+    ["a lone surrogate", raw(`{"createdAt":"2020-01-01T00:00:00.000Z","id":"\\ud800"}`)],
+  ])("restore-point listing: %s", async (_label, cursor) => {
+    const base = `/v1/companies/${randomUUID()}/execution-workspaces/${randomUUID()}/restore-points`;
+    const response = await stack.api("GET", `${base}?cursor=${cursor}`);
+    expect400(response, "cursor");
+  });
+
+  it.each([
+    ["not base64 JSON", "!!!"],
+    ["JSON null", token(null)],
+    ["an array", token(["folders"])],
+    ["a number as a position", token({ folders: 1 })],
+    ["a position with a NUL", token({ folders: "a\u0000b" })],
+    ["a position with a lone surrogate", raw(`{"folders":"\\udc00"}`)],
+    ["a walk the domain has not", token({ "../../etc": "x" })],
+  ])("sweep: %s", async (_label, cursor) => {
+    const response = await stack.api("POST", "/v1/sweeps", {
+      domain: "native-workspace-sync",
+      dryRun: true,
+      cursor,
+    });
+    expect400(response, "cursor");
   });
 });
 

@@ -30,6 +30,7 @@ import {
   readWorkerConfig,
   settlesWithin,
   ReportCallbacks,
+  reopenWorker,
   runJob,
   systemClock,
   type AnyDomain,
@@ -165,6 +166,20 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
         worker.on("error", (error) => log.error("worker error", { domain: id, error }));
         workers.push(worker);
       }
+      // Reopens run here, on the host that holds the instance directory, whether or not the
+      // reopening domain's retention is enabled.
+      workers.push(
+        reopenWorker(
+          { ...deps, request: (deadlines) => queues.request(deadlines) },
+          {
+            connection: connection(),
+            prefix: service.queuePrefix,
+            lockMs: service.jobLockMs,
+            stalledIntervalMs: service.stalledIntervalMs,
+            log,
+          },
+        ),
+      );
       if (callbacks && service.callbackUrl) {
         const target = {
           url: service.callbackUrl,

@@ -14,6 +14,8 @@ export * from "./process";
 export * from "./queue";
 export * from "./callbacks";
 export * from "./restore-points";
+export * from "./workspaces";
+export * from "./stats";
 // What the apps need of the restore-point domain itself (they import only from this root).
 export {
   RESTORE_POINT_DOMAIN,

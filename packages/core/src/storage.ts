@@ -5,6 +5,7 @@
 import {
   createStorageProvider,
   readStorageConfig,
+  type LoadInstanceKeyOptions,
   type StorageConfig,
   type StorageProvider,
 } from "@reclaim/shared";
@@ -26,4 +27,16 @@ export function storageFor(config: StorageConfig): StorageProvider {
     providers.set(config, provider);
   }
   return provider;
+}
+
+/**
+ * Where the instance secrets key comes from, as Paperclip reads it: only the two variables
+ * that name it, and the instance root its default key file lives under.
+ */
+export function instanceKeyOptions(env: Env): LoadInstanceKeyOptions {
+  const keyEnv: NodeJS.ProcessEnv = {};
+  for (const name of ["PAPERCLIP_SECRETS_MASTER_KEY", "PAPERCLIP_SECRETS_MASTER_KEY_FILE"]) {
+    if (env[name] !== undefined) keyEnv[name] = env[name];
+  }
+  return { env: keyEnv, instanceRoot: serviceOptions.instanceRoot.read(env) };
 }

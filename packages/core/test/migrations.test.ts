@@ -15,6 +15,10 @@ const PAPERCLIP_TABLES = [
   "company_skills",
   "company_skill_versions",
   "native_run_finalizations",
+  "activity_log",
+  "workspace_runtime_services",
+  "project_workspaces",
+  "execution_workspace_runtime_leases",
 ];
 
 async function query<T extends pg.QueryResultRow>(url: string, sql: string, params: unknown[] = []) {
@@ -141,57 +145,65 @@ describe("npm run migrate", () => {
   it.each([
     ["as its migrations' snapshot has them", false],
     ["as its current schema defines them", true],
-  ])("on Paperclip's own database (%s) creates only what is missing and never alters a Paperclip table", async (_label, current) => {
-    db = await paperclipDatabase(current);
-    const all = (
-      await query<{ table_name: string }>(
-        db.url,
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'",
-      )
-    ).map((r) => r.table_name);
-    const before = await catalog(db.url, all);
-    await applyMigrations(db.url);
-    await applyMigrations(db.url); // a second run is a no-op
-    const after = await catalog(db.url, all);
-    const added = after.triggers.filter((t) => !before.triggers.some((b) => b.tgname === t.tgname));
-    expect(added.map((t) => `${t.t}.${t.tgname}`).sort()).toEqual(SANCTIONED_TRIGGERS);
-    expect({ ...after, triggers: after.triggers.filter((t) => !added.includes(t)) }).toEqual(before);
-    const created = (
-      await query<{ table_name: string }>(
-        db.url,
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND NOT (table_name = ANY($1))",
-        [all],
-      )
-    ).map((r) => r.table_name);
-    // Paperclip's current schema has native_run_finalizations: it is left as it is.
-    expect(created).toEqual(
-      expect.arrayContaining(current ? ["reclaim_deadlines"] : ["reclaim_deadlines", "native_run_finalizations"]),
-    );
-    if (current) expect(created).not.toContain("native_run_finalizations");
-    expect(created).not.toContain("_prisma_migrations");
-  });
+  ])(
+    "on Paperclip's own database (%s) creates only what is missing and never alters a Paperclip table",
+    async (_label, current) => {
+      db = await paperclipDatabase(current);
+      const all = (
+        await query<{ table_name: string }>(
+          db.url,
+          "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'",
+        )
+      ).map((r) => r.table_name);
+      const before = await catalog(db.url, all);
+      await applyMigrations(db.url);
+      await applyMigrations(db.url); // a second run is a no-op
+      const after = await catalog(db.url, all);
+      const added = after.triggers.filter((t) => !before.triggers.some((b) => b.tgname === t.tgname));
+      expect(added.map((t) => `${t.t}.${t.tgname}`).sort()).toEqual(SANCTIONED_TRIGGERS);
+      expect({ ...after, triggers: after.triggers.filter((t) => !added.includes(t)) }).toEqual(before);
+      const created = (
+        await query<{ table_name: string }>(
+          db.url,
+          "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND NOT (table_name = ANY($1))",
+          [all],
+        )
+      ).map((r) => r.table_name);
+      // Paperclip's current schema has native_run_finalizations: it is left as it is.
+      expect(created).toEqual(
+        expect.arrayContaining(
+          current ? ["reclaim_deadlines"] : ["reclaim_deadlines", "native_run_finalizations"],
+        ),
+      );
+      if (current) expect(created).not.toContain("native_run_finalizations");
+      expect(created).not.toContain("_prisma_migrations");
+    },
+  );
 
   it.each([
     ["its migrations' snapshot", false],
     ["its current schema", true],
-  ])("every SQL statement Reclaim runs resolves on Paperclip's full tables of %s (prepared after migrating them)", async (_label, current) => {
-    db = await paperclipDatabase(current);
-    await applyMigrations(db.url);
-    const files = statementFiles();
-    expect(files.length).toBeGreaterThan(10);
-    const client = new pg.Client({ connectionString: db.url });
-    await client.connect();
-    try {
-      const failures: string[] = [];
-      for (const [i, file] of files.entries()) {
-        // PREPARE parses, resolves every table, column and type, and plans without running.
-        await client
-          .query(`PREPARE statement_${i} AS ${readFileSync(file, "utf8")}`)
-          .catch((error: Error) => failures.push(`${path.relative(REPO_ROOT, file)}: ${error.message}`));
+  ])(
+    "every SQL statement Reclaim runs resolves on Paperclip's full tables of %s (prepared after migrating them)",
+    async (_label, current) => {
+      db = await paperclipDatabase(current);
+      await applyMigrations(db.url);
+      const files = statementFiles();
+      expect(files.length).toBeGreaterThan(10);
+      const client = new pg.Client({ connectionString: db.url });
+      await client.connect();
+      try {
+        const failures: string[] = [];
+        for (const [i, file] of files.entries()) {
+          // PREPARE parses, resolves every table, column and type, and plans without running.
+          await client
+            .query(`PREPARE statement_${i} AS ${readFileSync(file, "utf8")}`)
+            .catch((error: Error) => failures.push(`${path.relative(REPO_ROOT, file)}: ${error.message}`));
+        }
+        expect(failures).toEqual([]);
+      } finally {
+        await client.end();
       }
-      expect(failures).toEqual([]);
-    } finally {
-      await client.end();
-    }
-  });
+    },
+  );
 });

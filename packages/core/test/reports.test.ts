@@ -13,7 +13,10 @@ import {
   DeadlineQueues,
   defineDomain,
   FaultPoints,
+  MAX_REPORT_ENTRIES,
   readReportTotals,
+  settleJob,
+  STATS_RETENTION_DAYS,
   runJob,
   silentLogger,
   TestClock,
@@ -76,8 +79,7 @@ afterAll(async () => {
   await database.drop();
 });
 
-function run(ms: number) {
-  const domain = domainTaking(clock, ms);
+function run(ms: number, domain = domainTaking(clock, ms), scope: string = randomUUID()) {
   return runJob(
     {
       db,
@@ -92,7 +94,7 @@ function run(ms: number) {
     },
     {
       id: `sweep--${ID}--${randomUUID()}`,
-      data: { kind: "sweep", domain: ID, scope: randomUUID() },
+      data: { kind: "sweep", domain: ID, scope },
       attemptsMade: 0,
       attempts: 1,
       signal: new AbortController().signal,
@@ -175,4 +177,95 @@ it("concurrent jobs of a domain add to separate shards of its totals, which add 
   expect(after.durationBuckets[0]).toBe(before.durationBuckets[0]! + 12n);
   const shards = await db.reclaimReportTotal.count({ where: { domain: ID } });
   expect(shards).toBeGreaterThan(1);
+});
+
+describe("the hourly rollup (reclaim_report_stats)", () => {
+  const statsOf = (scope: string) =>
+    db.$queryRawUnsafe<
+      { company_id: string; outcome: string; reason: string; entries: bigint; bytes: bigint }[]
+    >(
+      `SELECT company_id, outcome, reason, entries, bytes FROM reclaim_report_stats
+        WHERE domain = $1 AND company_id IN ($2, $3) ORDER BY company_id, outcome, reason`,
+      ID,
+      scope,
+      OTHER,
+    );
+  const OTHER = randomUUID();
+
+  it("counts every entry of a batch by company, outcome and reason, also those past the entries a report row keeps", async () => {
+    const many = MAX_REPORT_ENTRIES + 5;
+    const scope = randomUUID();
+    const report = await run(
+      0,
+      defineDomain({
+        id: ID,
+        title: "many entries",
+        options: {},
+        readConfig: () => ({ enabled: true, dryRun: false }),
+        apply: async (ctx) => {
+          for (let i = 0; i < many; i += 1) ctx.report.removedEntry(`e${i}`, 10);
+          ctx.report.skip("x", "still_needed", { companyId: OTHER, bytes: 7 });
+        },
+      }),
+      scope,
+    );
+    expect(report.entries).toHaveLength(MAX_REPORT_ENTRIES);
+    const rows = await statsOf(scope);
+    const expected = [
+      { company_id: scope, outcome: "removed", reason: "", entries: BigInt(many), bytes: BigInt(many * 10) },
+      { company_id: OTHER, outcome: "skipped", reason: "still_needed", entries: 1n, bytes: 7n },
+    ].sort((a, b) => a.company_id.localeCompare(b.company_id));
+    expect(rows).toEqual(expected);
+  });
+
+  it("is written by the statement that stores the report: a report PostgreSQL refuses leaves no figures", async () => {
+    const scope = randomUUID();
+    const settled = settleJob(db, {
+      claimed: [],
+      deadlines: [],
+      pruneBefore: new Date(0),
+      report: {
+        jobId: "refused\u0000", // no NUL in text: the whole statement is refused
+        domain: ID,
+        scope,
+        dryRun: false,
+        checked: 1,
+        candidates: 0,
+        removed: 1,
+        candidateBytes: 0,
+        reclaimedBytes: 5,
+        skipped: {},
+        entries: [{ id: "r", outcome: "removed", bytes: 5 }],
+        error: null,
+        nextCursor: null,
+        cancelled: false,
+        startedAt: clock.now(),
+        finishedAt: clock.now(),
+      },
+    });
+    await expect(settled).rejects.toThrow();
+    expect(await db.reclaimReportStat.count({ where: { companyId: scope } })).toBe(0);
+    expect(await db.reclaimBatchReport.count({ where: { companyId: scope } })).toBe(0);
+  });
+
+  it(`rows older than ${STATS_RETENTION_DAYS} days are pruned as reports are stored`, async () => {
+    const old = new Date(clock.now().getTime() - (STATS_RETENTION_DAYS + 1) * DAY_MS);
+    const kept = new Date(clock.now().getTime() - (STATS_RETENTION_DAYS - 1) * DAY_MS);
+    for (const hour of [old, kept]) {
+      await db.reclaimReportStat.create({
+        data: {
+          domain: ID,
+          companyId: OTHER,
+          hour,
+          dryRun: false,
+          outcome: "removed",
+          entries: 1n,
+          bytes: 1n,
+        },
+      });
+    }
+    await run(0);
+    const left = await db.reclaimReportStat.findMany({ where: { companyId: OTHER, outcome: "removed" } });
+    expect(left.map((r) => r.hour)).toEqual([kept]);
+  });
 });

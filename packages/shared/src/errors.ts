@@ -41,6 +41,11 @@ export const ERRORS = {
     message: "A dependency (PostgreSQL or Redis) is unavailable",
   },
   // Restore-point ledger (packages/core/src/restore-points).
+  RECLAIM_ERR_WORKSPACE_NOT_FOUND: {
+    status: 404,
+    permanent: true,
+    message: "No such execution workspace in this company",
+  },
   RECLAIM_ERR_RESTORE_POINT_NOT_FOUND: {
     status: 404,
     permanent: false,

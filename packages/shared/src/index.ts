@@ -16,6 +16,7 @@ export {
   type QuarantineErrorCode,
 } from "./errors";
 export * from "./uuid";
+export { readFileBounded, type BoundedRead } from "./bounded-read";
 export * from "./storage/storage-key";
 export * from "./storage/provider";
 export { createLocalDiskProvider, type LocalDiskOptions } from "./storage/local-disk";

@@ -7,3 +7,4 @@ export * from "./sweep";
 export * from "./processes";
 export * from "./s3/rgw";
 export * from "./s3/test-bucket";
+export * from "./outside";

@@ -7,9 +7,15 @@ import { route } from "./route";
 export const deadlinesRoute = route({
   method: "GET",
   url: "/v1/deadlines",
+  operationId: "listDeadlines",
   summary: "The deadline ledger: what is scheduled, and why",
   query: z.object({ domain: domainId.optional() }),
-  responses: { 200: z.object({ deadlines: z.array(deadline) }), 400: errorBody, 404: errorBody },
+  responses: {
+    200: z.object({ deadlines: z.array(deadline) }),
+    400: errorBody,
+    404: errorBody,
+    501: errorBody,
+  },
   async handle({ query }, deps) {
     if (query.domain) implementedDomain(deps, query.domain);
     const rows = await listDeadlines(deps.db, query.domain);

@@ -14,6 +14,7 @@ const counts = z.object({
 export const domainsRoute = route({
   method: "GET",
   url: "/v1/domains",
+  operationId: "listDomains",
   summary: "Domains: configuration, queue counts, next deadline",
   responses: {
     200: z.object({

@@ -21,6 +21,7 @@ type Handler = (event: ReclaimEvent, ctx: EventContext) => DeadlineRequest[] | P
 export const eventsRoute = route({
   method: "POST",
   url: "/v1/events",
+  operationId: "recordEvents",
   summary: "Report issue, run, workspace and company changes, and sync folders created",
   body: eventsBodySchema,
   responses: {

@@ -12,6 +12,7 @@ import { route } from "./route";
 export const jobCancelRoute = route({
   method: "POST",
   url: "/v1/jobs/:jobId/cancel",
+  operationId: "cancelJob",
   summary: "Cancel a requested sweep",
   params: jobParams,
   responses: {

@@ -5,6 +5,7 @@ export function metricsRoute(metrics: Metrics) {
   return route({
     method: "GET",
     url: "/metrics",
+    operationId: "getMetrics",
     summary: "Prometheus metrics: queue depth, job duration, candidate and reclaimed bytes, skips by reason",
     responses: { 200: "Prometheus text exposition format 0.0.4" },
     handle: async () => ({

@@ -15,6 +15,7 @@ function withTimeout<T>(promise: Promise<T>): Promise<T> {
 export const readyRoute = route({
   method: "GET",
   url: "/readyz",
+  operationId: "getReadiness",
   summary: "Readiness: PostgreSQL and Redis answer",
   public: true,
   responses: {

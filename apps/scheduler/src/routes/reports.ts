@@ -7,13 +7,14 @@ import { route } from "./route";
 export const reportsRoute = route({
   method: "GET",
   url: "/v1/reports",
+  operationId: "listReports",
   summary: "Batch reports, newest first",
   query: z.object({
     domain: domainId.optional(),
     companyId: scopeParam.optional().describe("A company id, or `instance`"),
     limit: z.coerce.number().int().min(1).max(500).default(50),
   }),
-  responses: { 200: z.object({ reports: z.array(report) }), 400: errorBody, 404: errorBody },
+  responses: { 200: z.object({ reports: z.array(report) }), 400: errorBody, 404: errorBody, 501: errorBody },
   async handle({ query }, deps) {
     if (query.domain) implementedDomain(deps, query.domain);
     const reports = await listReports(deps.db, {

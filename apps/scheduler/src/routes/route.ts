@@ -21,6 +21,8 @@ export interface RouteResult {
 export interface Route<B = unknown, Q = unknown, P = unknown> {
   method: "GET" | "POST";
   url: string;
+  /** The OpenAPI operationId: unique, camelCase, what generated clients name the call. */
+  operationId: string;
   summary: string;
   /** No token needed (health probes). */
   public?: boolean;

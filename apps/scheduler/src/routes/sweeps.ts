@@ -12,6 +12,7 @@ import { route } from "./route";
 export const sweepsRoute = route({
   method: "POST",
   url: "/v1/sweeps",
+  operationId: "requestSweep",
   summary: "Request a sweep (optionally a dry-run diagnosis) of one domain",
   body: z.object({
     domain: domainId,

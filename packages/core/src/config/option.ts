@@ -26,10 +26,10 @@ export function secretOption<T>(option: Option<T>): Option<T> {
   return { ...option, secret: true };
 }
 
-/** What the API may show of an option's current value. */
+/** What the API may show of an option's current value: null when unset (never an absent field). */
 export function shownValue(option: Option<unknown>, env: Env): unknown {
   const value = option.read(env);
-  if (!option.secret) return value;
+  if (!option.secret) return value ?? null;
   return value === undefined || value === "" ? null : "(set)";
 }
 

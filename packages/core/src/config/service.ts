@@ -82,7 +82,7 @@ export const schedulerOptions = {
     stringOption(
       "RECLAIM_API_TOKEN",
       undefined,
-      "Bearer token (at least 16 characters, no whitespace) every API call and the dashboard must present; the scheduler refuses to start without it",
+      "Bearer token (at least 16 characters, no whitespace) every API call, the dashboard and the console login must present (it also keys the console session cookie, so changing it ends every session); the scheduler refuses to start without it",
       (value) =>
         value.length < 16
           ? "must be at least 16 characters"

@@ -7,6 +7,7 @@ import { nativeSessionBackups } from "./native-session-backups";
 import { nativeWorkspaceSync } from "./native-workspace-sync";
 import { restorePointRetention } from "./restore-point-retention";
 import { skillVersionCaches } from "./skill-version-caches";
+import { taskDirectories } from "./task-directories";
 import type { AnyDomain, DomainControls } from "./types";
 
 export const IMPLEMENTED_DOMAINS: readonly AnyDomain[] = [
@@ -14,6 +15,7 @@ export const IMPLEMENTED_DOMAINS: readonly AnyDomain[] = [
   skillVersionCaches,
   nativeSessionBackups,
   restorePointRetention,
+  taskDirectories,
 ];
 
 export const domainRegistry: ReadonlyMap<DomainId, AnyDomain> = new Map(

@@ -23,6 +23,7 @@ import type { ClaimedDeadline, DeadlineRequest, Scope } from "../ledger";
 import type { Logger } from "../logging";
 import type { JobKind } from "../queue";
 import type { BatchReporter } from "../jobs/batch-reporter";
+import type { WorkspaceReopener } from "../workspaces/reopen/types";
 import type { DomainId } from "./ids";
 
 /** Every domain has at least these two controls. */
@@ -33,8 +34,12 @@ export interface DomainControls {
 
 /** Deadlines a check computes while it runs; recorded when the job settles. */
 export interface DeadlineSink {
-  /** Work in `scope` (default: the job's scope) is due at `dueAt`, for `reason`. */
-  at(reason: string, dueAt: Date, scope?: Scope): void;
+  /**
+   * Work in `scope` (default: the job's scope) of `domain` (default: the job's domain) is due
+   * at `dueAt`, for `reason`. Another domain: work this batch made due there (a restore point
+   * it activated is due for review by restore-point retention).
+   */
+  at(reason: string, dueAt: Date, scope?: Scope, domain?: DomainId): void;
   list(): DeadlineRequest[];
 }
 
@@ -132,6 +137,13 @@ export interface RetentionDomain<C extends DomainControls = DomainControls, P = 
   apply(ctx: JobContext<C>, tx: Tx, prepared: P): Promise<A>;
   /** Phase 3, after commit: deletions, hooks, storage calls. */
   finish?(ctx: JobContext<C>, applied: A): Promise<void>;
+  /**
+   * Restores the workspaces this domain removed, for the reopen route
+   * (POST .../execution-workspaces/:workspaceId/reopen; workspaces/reopen/types.ts). The
+   * reopen worker dispatches a closed row to the first domain whose reopener `matches` it,
+   * whether the domain's retention is enabled or not.
+   */
+  readonly reopener?: WorkspaceReopener<C>;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

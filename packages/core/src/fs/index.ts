@@ -1,5 +1,6 @@
 export * from "./names";
 export * from "./retired-names";
 export * from "./tree";
+export * from "./proven-dir";
 export * from "./retire";
 export * from "./leftovers";

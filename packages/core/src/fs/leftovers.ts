@@ -4,14 +4,11 @@
  * after the last one it tried, so a leftover that cannot be deleted never blocks the others.
  * Several jobs may walk the same directory: each leftover is claimed before it is deleted
  * (`claimAndRemove`), so no two jobs delete the same tree and none reports another's
- * deletion as failed.
+ * deletion as failed. A leftover that is a symlink is refused (`symlink`), never followed.
  */
-import { readdir } from "node:fs/promises";
-import path from "node:path";
-import { errnoCode } from "@reclaim/shared";
 import { claimAndRemove, LeftoverDeleteFailed } from "./retire";
+import { PathRefused, type PathRefusal, type ProvenDir } from "./proven-dir";
 import { retiredPrefixOf, type RetiredPrefix } from "./retired-names";
-import { entryKind } from "./tree";
 
 export interface LeftoverResult {
   name: string;
@@ -20,6 +17,8 @@ export interface LeftoverResult {
   /** Allocated bytes freed, or the error that kept it. */
   bytes?: number;
   error?: unknown;
+  /** Not deleted, and why: a symlink (or the folder changed under it). */
+  refused?: PathRefusal;
   /** Another job claimed it first: nothing to report here. */
   taken?: boolean;
 }
@@ -30,42 +29,42 @@ export interface LeftoverBatch {
   cursor: string | null;
 }
 
-export async function listRetired(dir: string, prefixes: readonly RetiredPrefix[]): Promise<string[]> {
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch (error) {
-    if (errnoCode(error) === "ENOENT") return [];
-    throw error;
-  }
-  return names
-    .filter((name) => {
-      const prefix = retiredPrefixOf(name);
+/** Retired names of the given kinds in `dir`, sorted, with whether each is a symlink. */
+export async function listRetired(
+  dir: ProvenDir,
+  prefixes: readonly RetiredPrefix[],
+): Promise<{ name: string; symlink: boolean }[]> {
+  return (await dir.list())
+    .filter((entry) => {
+      const prefix = retiredPrefixOf(entry.name);
       return prefix !== null && prefixes.includes(prefix);
     })
-    .sort();
+    .map((entry) => ({ name: entry.name, symlink: entry.isSymbolicLink() }))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
 export async function finishInterruptedDeletes(
-  dir: string,
+  dir: ProvenDir,
   options: { prefixes: readonly RetiredPrefix[]; limit: number; after: string | null; signal?: AbortSignal },
 ): Promise<LeftoverBatch> {
   const all = await listRetired(dir, options.prefixes);
-  const start = options.after === null ? 0 : all.findIndex((name) => name > options.after!);
+  const start = options.after === null ? 0 : all.findIndex((entry) => entry.name > options.after!);
   const todo = start < 0 ? [] : all.slice(start, start + options.limit);
   const results: LeftoverResult[] = [];
-  for (const name of todo) {
+  for (const { name, symlink } of todo) {
     if (options.signal?.aborted) break;
-    const full = path.join(dir, name);
-    if ((await entryKind(full)) === "symlink") {
-      results.push({ name, path: full, error: new Error("symlink: never followed or removed") });
+    const full = dir.join(name);
+    if (symlink) {
+      results.push({ name, path: full, refused: "symlink" });
       continue;
     }
     try {
-      const removed = await claimAndRemove(full);
+      const removed = await claimAndRemove(dir, name);
       results.push(removed === null ? { name, path: full, taken: true } : { name, path: full, ...removed });
     } catch (error) {
-      results.push({ name, path: error instanceof LeftoverDeleteFailed ? error.path : full, error });
+      if (error instanceof PathRefused && error.reason !== "missing" && error.reason !== "identity_changed")
+        results.push({ name, path: full, refused: error.reason });
+      else results.push({ name, path: error instanceof LeftoverDeleteFailed ? error.path : full, error });
     }
   }
   const last = results.at(-1)?.name ?? null;

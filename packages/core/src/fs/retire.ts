@@ -1,5 +1,7 @@
 /**
- * The rename half of the retire-then-delete protocol (see retired-names.ts), and removal.
+ * The rename half of the retire-then-delete protocol (see retired-names.ts), and removal, on
+ * entries of a proven directory (proven-dir.ts): every rename and delete happens in a directory
+ * whose levels were proven real, and is confirmed before and after.
  *
  * `retire` renames a real directory to a unique sibling; it refuses a symlink, anything that
  * is not a directory, and (when given) a directory whose device+inode identity is no longer
@@ -7,55 +9,45 @@
  * `removeRetired` deletes a retired tree, never through a symlink, and reports the allocated
  * bytes freed. A failure leaves the retired name in place for a later sweep.
  */
-import { lstat, rename, rm } from "node:fs/promises";
-import path from "node:path";
+import { rm } from "node:fs/promises";
 import { errnoCode } from "@reclaim/shared";
+import { PathRefused, type ProvenDir } from "./proven-dir";
 import { retiredName, retiredPrefixOf, type RetiredPrefix } from "./retired-names";
-import { identityOf, sameIdentity, treeStats, type Identity } from "./tree";
+import { sameIdentity, treeStats, type Identity } from "./tree";
 
-export type RetireRefusal = "missing" | "symlink" | "not_a_directory" | "identity_changed";
-
-export class RetireRefused extends Error {
-  constructor(
-    readonly reason: RetireRefusal,
-    readonly target: string,
-  ) {
-    super(`refusing to retire ${target}: ${reason}`);
-    this.name = "RetireRefused";
+/** Renames the real directory `name` of `dir` aside; returns its retired name. */
+export async function retire(
+  dir: ProvenDir,
+  name: string,
+  prefix: RetiredPrefix,
+  expect?: Identity,
+): Promise<string> {
+  const at = dir.join(name);
+  const info = await dir.lstatEntry(name);
+  if (info === null) throw new PathRefused("missing", at);
+  if (info.isSymbolicLink()) throw new PathRefused("symlink", at);
+  if (!info.isDirectory()) throw new PathRefused("not_a_directory", at);
+  if (expect && !sameIdentity(expect, { dev: info.dev, ino: info.ino })) {
+    throw new PathRefused("identity_changed", at);
   }
-}
-
-export async function retire(target: string, prefix: RetiredPrefix, expect?: Identity): Promise<string> {
-  let stat;
+  const retired = retiredName(prefix);
   try {
-    stat = await lstat(target);
-  } catch (error) {
-    if (errnoCode(error) === "ENOENT") throw new RetireRefused("missing", target);
-    throw error;
-  }
-  if (stat.isSymbolicLink()) throw new RetireRefused("symlink", target);
-  if (!stat.isDirectory()) throw new RetireRefused("not_a_directory", target);
-  if (expect && !sameIdentity(expect, { dev: stat.dev, ino: stat.ino })) {
-    throw new RetireRefused("identity_changed", target);
-  }
-  const destination = path.join(path.dirname(target), retiredName(prefix));
-  try {
-    await rename(target, destination);
+    await dir.rename(name, retired);
   } catch (error) {
     // Gone between the check and the rename (another job, the Paperclip server).
-    if (errnoCode(error) === "ENOENT") throw new RetireRefused("missing", target);
+    if (errnoCode(error) === "ENOENT") throw new PathRefused("missing", at);
     throw error;
   }
-  return destination;
+  return retired;
 }
 
 /**
- * Moves a retired tree back to `original` (undo of `retire`). Refuses when `original`
+ * Moves a retired tree of `dir` back to `original` (undo of `retire`). Refuses when `original`
  * exists again: a newer tree there wins, and the caller decides what to do with this one.
  */
-export async function unretire(retired: string, original: string): Promise<boolean> {
-  if ((await identityOf(original)) !== null) return false;
-  await rename(retired, original);
+export async function unretire(dir: ProvenDir, retired: string, original: string): Promise<boolean> {
+  if ((await dir.lstatEntry(original)) !== null) return false;
+  await dir.rename(retired, original);
   return true;
 }
 
@@ -65,20 +57,22 @@ export async function unretire(retired: string, original: string): Promise<boole
  * one claimant deletes it. Returns `null` when another job claimed it first. A failed delete
  * throws `LeftoverDeleteFailed` naming where the tree now lies, for a later sweep.
  */
-export async function claimAndRemove(retired: string): Promise<{ bytes: number } | null> {
-  const prefix = retiredPrefixOf(path.basename(retired));
+export async function claimAndRemove(dir: ProvenDir, retired: string): Promise<{ bytes: number } | null> {
+  const prefix = retiredPrefixOf(retired);
   if (!prefix) throw new Error(`BUG: ${retired} does not carry a retired name`);
-  const claimed = path.join(path.dirname(retired), retiredName(prefix));
+  const claimed = retiredName(prefix);
   try {
-    await rename(retired, claimed);
+    await dir.rename(retired, claimed);
   } catch (error) {
     if (errnoCode(error) === "ENOENT") return null;
-    throw new LeftoverDeleteFailed(retired, error);
+    if (error instanceof PathRefused) throw error;
+    throw new LeftoverDeleteFailed(dir.join(retired), error);
   }
   try {
-    return { bytes: await removeRetired(claimed) };
+    return { bytes: await removeRetired(dir, claimed) };
   } catch (error) {
-    throw new LeftoverDeleteFailed(claimed, error);
+    if (error instanceof PathRefused) throw error;
+    throw new LeftoverDeleteFailed(dir.join(claimed), error);
   }
 }
 
@@ -93,18 +87,16 @@ export class LeftoverDeleteFailed extends Error {
   }
 }
 
-/** Deletes a tree that carries a retired name; returns the allocated bytes it held. */
-export async function removeRetired(retired: string): Promise<number> {
-  if (!retiredPrefixOf(path.basename(retired)))
-    throw new Error(`BUG: ${retired} does not carry a retired name`);
-  const stat = await lstat(retired).catch((error: unknown) => {
-    if (errnoCode(error) === "ENOENT") return null;
-    throw error;
-  });
-  if (stat === null) return 0;
-  if (stat.isSymbolicLink()) throw new RetireRefused("symlink", retired);
-  const { allocatedBytes } = await treeStats(retired);
+/** Deletes the tree `retired` of `dir`, which carries a retired name; returns the allocated bytes it held. */
+export async function removeRetired(dir: ProvenDir, retired: string): Promise<number> {
+  if (!retiredPrefixOf(retired)) throw new Error(`BUG: ${retired} does not carry a retired name`);
+  const info = await dir.lstatEntry(retired);
+  if (info === null) return 0;
+  if (info.isSymbolicLink()) throw new PathRefused("symlink", dir.join(retired));
+  const { allocatedBytes } = await treeStats(dir.join(retired), undefined, info);
+  // Right before the delete: `dir` is still the proven directory, so the path below it is ours.
+  await dir.confirm();
   // fs.rm walks with lstat and unlinks links without following them.
-  await rm(retired, { recursive: true, force: false, maxRetries: 2 });
+  await rm(dir.join(retired), { recursive: true, force: false, maxRetries: 2 });
   return allocatedBytes;
 }

@@ -2,6 +2,7 @@
  * Reading a tree without ever following a symbolic link: every entry is lstat'ed, links are
  * counted as links, and a walk never descends through one.
  */
+import type { Stats } from "node:fs";
 import { lstat, readdir } from "node:fs/promises";
 import path from "node:path";
 import { errnoCode } from "@reclaim/shared";
@@ -21,25 +22,24 @@ export interface TreeStats {
   entries: number;
 }
 
-export async function entryKind(target: string): Promise<EntryKind> {
-  try {
-    const stat = await lstat(target);
-    if (stat.isSymbolicLink()) return "symlink";
-    if (stat.isDirectory()) return "directory";
-    if (stat.isFile()) return "file";
-    return "other";
-  } catch (error) {
-    if (errnoCode(error) === "ENOENT") return "missing";
-    throw error;
-  }
+/** What an lstat says an entry is (null: it is missing). */
+export function kindOf(info: Stats | null): EntryKind {
+  if (info === null) return "missing";
+  if (info.isSymbolicLink()) return "symlink";
+  if (info.isDirectory()) return "directory";
+  if (info.isFile()) return "file";
+  return "other";
 }
 
-export async function identityOf(target: string): Promise<Identity | null> {
+/**
+ * What the entry at `target` is, by lstat (its last component is never followed). Only the
+ * last component: a caller below a top folder proves the levels above with proven-dir.ts.
+ */
+export async function entryKind(target: string): Promise<EntryKind> {
   try {
-    const stat = await lstat(target);
-    return { dev: stat.dev, ino: stat.ino };
+    return kindOf(await lstat(target));
   } catch (error) {
-    if (errnoCode(error) === "ENOENT") return null;
+    if (errnoCode(error) === "ENOENT") return "missing";
     throw error;
   }
 }
@@ -48,15 +48,19 @@ export function sameIdentity(a: Identity | null, b: Identity | null): boolean {
   return a !== null && b !== null && a.dev === b.dev && a.ino === b.ino;
 }
 
-/** Walks `root` (which must not be a symlink: its own lstat is counted, never followed). */
-export async function treeStats(root: string, signal?: AbortSignal): Promise<TreeStats> {
-  const rootStat = await lstat(root);
+/**
+ * Walks `root` (which must not be a symlink: its own lstat is counted, never followed; pass it
+ * when the caller already has it). The caller proves the directories above `root`
+ * (proven-dir.ts) and confirms them after the walk.
+ */
+export async function treeStats(root: string, signal?: AbortSignal, rootStat?: Stats): Promise<TreeStats> {
+  const own = rootStat ?? (await lstat(root));
   const stats: TreeStats = {
-    allocatedBytes: rootStat.blocks * 512,
-    newestMtimeMs: rootStat.mtimeMs,
+    allocatedBytes: own.blocks * 512,
+    newestMtimeMs: own.mtimeMs,
     entries: 1,
   };
-  if (!rootStat.isDirectory()) return stats;
+  if (!own.isDirectory()) return stats;
   const pending = [root];
   while (pending.length > 0) {
     signal?.throwIfAborted();

@@ -1,1 +1,2 @@
 export * from "./storable";
+export * from "./cursor";

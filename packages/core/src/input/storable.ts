@@ -8,8 +8,9 @@
  *    surrogate (it has no UTF-8 encoding), with a maximum length. Documented in the
  *    OpenAPI document as a `pattern`.
  *  - `timestamp`: an ISO 8601 date-time with offset whose instant, and that instant plus
- *    whatever the domain adds to it (`addsUpTo`, e.g. a retention window), lies between
- *    0001-01-01 and 9999-12-31 UTC: what travels as an ISO string to `timestamptz`.
+ *    whatever the domain adds to it (`addsUpTo`, e.g. a retention window) or minus what it
+ *    takes from it (`subtractsUpTo`, e.g. a default range), lies between 0001-01-01 and
+ *    9999-12-31 UTC: what travels as an ISO string to `timestamptz`.
  *  - `boundedJson`: a free-form JSON object at most MAX_JSON_DEPTH containers deep and
  *    MAX_JSON_BYTES serialized, every key and string storable. Checked without recursion, so
  *    no nesting depth can exhaust the stack.
@@ -43,13 +44,17 @@ export function storableString(options: { min?: number; max: number }) {
     .regex(STORABLE, STORABLE_MESSAGE);
 }
 
-/** An ISO 8601 date-time with offset that stays storable after `addsUpTo` ms are added to it. */
-export function timestamp(options: { addsUpTo?: number } = {}) {
+/**
+ * An ISO 8601 date-time with offset that stays storable after `addsUpTo` ms are added to it
+ * and `subtractsUpTo` ms are taken from it.
+ */
+export function timestamp(options: { addsUpTo?: number; subtractsUpTo?: number } = {}) {
+  const earliest = EARLIEST_TIMESTAMP.getTime() + (options.subtractsUpTo ?? 0);
   const latest = LATEST_TIMESTAMP.getTime() - (options.addsUpTo ?? 0);
-  const message = `must lie between ${EARLIEST_TIMESTAMP.toISOString()} and ${new Date(latest).toISOString()}`;
+  const message = `must lie between ${new Date(earliest).toISOString()} and ${new Date(latest).toISOString()}`;
   return z.iso.datetime({ offset: true }).refine((value) => {
     const instant = Date.parse(value);
-    return instant >= EARLIEST_TIMESTAMP.getTime() && instant <= latest;
+    return instant >= earliest && instant <= latest;
   }, message);
 }
 

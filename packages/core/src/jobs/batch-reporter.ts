@@ -2,7 +2,7 @@
  * What a check tells its report: each entry it looked at, and how it ended. Counting lives
  * here so every domain reports the same way.
  */
-import type { ReportEntry } from "../ledger";
+import { StatsTally, type ReportEntry } from "../ledger";
 
 /** Report rows keep at most this many entries; counts stay exact beyond it. */
 export const MAX_REPORT_ENTRIES = 2000;
@@ -16,8 +16,11 @@ export class BatchReporter {
   readonly skipped: Record<string, number> = {};
   readonly entries: ReportEntry[] = [];
   entriesTruncated = false;
+  /** Every entry by company, outcome and reason, also those past MAX_REPORT_ENTRIES. */
+  readonly tally = new StatsTally();
 
   private push(entry: ReportEntry): void {
+    this.tally.add(entry);
     if (this.entries.length < MAX_REPORT_ENTRIES) this.entries.push(entry);
     else this.entriesTruncated = true;
   }

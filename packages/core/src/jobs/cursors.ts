@@ -3,9 +3,10 @@
  * sweep (a diagnosis) carries its own, as an opaque token in the request and the report,
  * so it can be continued page by page without moving the deadline jobs' walks.
  */
+import { z } from "zod";
 import type { Clock } from "../clock";
 import type { Db, Tx } from "../db";
-import { ReclaimError } from "../errors";
+import { decodeCursor, encodeCursor, storableString } from "../input";
 import { readCursor, writeCursor, type LedgerKey } from "../ledger";
 
 export interface CursorStore {
@@ -23,20 +24,17 @@ export function ledgerCursors(db: Db, key: LedgerKey, clock: Clock): CursorStore
   };
 }
 
+/**
+ * A sweep's token: each named walk's position, as the checks wrote them (walk names are
+ * lower-case words like `folders`; positions are entry names and keys, which the checks
+ * only compare with listed names, never open). A forged token can start a page anywhere in
+ * its walks, nothing more.
+ */
+const sweepToken = z.record(z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/), storableString({ max: 4096 }));
+
+/** The positions in a sweep's `cursor` (none for no cursor); a 400 naming `cursor` for one this service did not issue. */
 export function decodeCursorToken(token: string | undefined): Record<string, string> {
-  if (!token) return {};
-  try {
-    const parsed: unknown = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
-    if (parsed && typeof parsed === "object" && Object.values(parsed).every((v) => typeof v === "string")) {
-      return parsed as Record<string, string>;
-    }
-  } catch {
-    // fall through
-  }
-  throw new ReclaimError("RECLAIM_ERR_VALIDATION", {
-    message: "cursor is not a token this service issued",
-    field: "cursor",
-  });
+  return token ? decodeCursor(token, sweepToken) : {};
 }
 
 export function sweepCursors(token: string | undefined): CursorStore {
@@ -47,7 +45,6 @@ export function sweepCursors(token: string | undefined): CursorStore {
       if (value === null) delete cursors[name];
       else cursors[name] = value;
     },
-    token: () =>
-      Object.keys(cursors).length ? Buffer.from(JSON.stringify(cursors)).toString("base64url") : null,
+    token: () => (Object.keys(cursors).length ? encodeCursor(cursors) : null),
   };
 }

@@ -80,12 +80,12 @@ class Deadlines implements DeadlineSink {
     private readonly scope: string,
     private readonly kind: ReclaimJobData["kind"],
   ) {}
-  at(reason: string, dueAt: Date, scope = this.scope): void {
+  at(reason: string, dueAt: Date, scope = this.scope, domain: DomainId = this.domain): void {
     // The one continuation rule: a requested sweep continues through its report's
     // nextCursor, never through the ledger. A `continue` deadline from it would start a real
     // (not dry-run) deadline job on the deadline walk's own cursors.
     if (reason === "continue" && this.kind === "sweep") return;
-    this.requests.push({ domain: this.domain, scope, reason, dueAt });
+    this.requests.push({ domain, scope, reason, dueAt });
   }
   list(): DeadlineRequest[] {
     return this.requests;
@@ -197,6 +197,7 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
       reclaimedBytes: report.reclaimedBytes,
       skipped: report.skipped,
       entries: report.entries,
+      stats: report.tally.list(),
       error,
       nextCursor: cursors.token(),
       cancelled: input.signal.aborted,

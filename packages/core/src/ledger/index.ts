@@ -4,3 +4,5 @@ export * from "./cursors";
 export * from "./reports";
 export * from "./report-totals";
 export * from "./settle";
+export * from "./report-stats";
+export * from "./item-deadlines";

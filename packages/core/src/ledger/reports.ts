@@ -4,6 +4,7 @@
  * structured log line. Bytes are allocated bytes (st_blocks), not file sizes.
  */
 import type { Db } from "../db";
+import type { StatsCell } from "./report-stats";
 import { companyIdOf, scopeOf, type Scope } from "./scope";
 
 /**
@@ -58,6 +59,11 @@ export interface NewReport {
   reclaimedBytes: number;
   skipped: Record<string, number>;
   entries: ReportEntry[];
+  /**
+   * Every entry the batch counted, by company, outcome and reason (BatchReporter's tally);
+   * defaults to a tally of `entries`, which a large batch truncates.
+   */
+  stats?: StatsCell[];
   error: string | null;
   nextCursor: string | null;
   cancelled: boolean;
@@ -92,7 +98,7 @@ export function toBatchReport(row: ReportRow, withEntries = false): BatchReport 
 
 /** A report as stored (settle.ts): what the job returns, logs and calls back with. */
 export function storedReport(id: string, report: NewReport): BatchReport {
-  const { scope, startedAt, finishedAt, ...fields } = report;
+  const { scope, startedAt, finishedAt, stats: _stats, ...fields } = report;
   return {
     id,
     ...fields,

@@ -12,15 +12,22 @@
 --    report-totals.ts): one of REPORT_TOTAL_SHARDS rows per domain, chosen by the connection,
 --    because a row stays locked until its transaction's commit is on disk, and with one row
 --    per domain concurrent settlements would commit one after another;
---  - deletes up to $4 reports per job of each domain that are past retention.
+--  - deletes up to $4 reports per job of each domain that are past retention;
+--  - adds the entries the jobs counted to the hourly rollup (reclaim_report_stats,
+--    report-stats.ts), each to its company's row and to the row of every company ('*'), and
+--    deletes up to $7 rollup rows per job older than $6.
 -- $1 jsonb: the jobs, [{"id" (uuid of the report row), "domain", "scope", "jobId", "dryRun",
 --   "checked", "candidates", "removed", "candidateBytes", "reclaimedBytes", "skipped" ({reason:
 --   count}), "entries", "error", "cancelled", "nextCursor", "startedAt", "finishedAt",
 --   "seconds" (duration), "buckets" (1 for each bound of REPORT_DURATION_BUCKETS the duration
---   is within, else 0), "pruneBefore", "claimed" ([{"reason", "version"}])}]
+--   is within, else 0), "pruneBefore", "claimed" ([{"reason", "version"}]), "stats"
+--   ([{"companyId" (the entry's, else the job's scope), "outcome", "reason" ('' for none),
+--   "entries", "bytes"}], each (company, outcome, reason) at most once)}]
 -- $2 jsonb: deadlines [{"domain", "scope", "reason", "dueAt"}], one per (domain, scope, reason)
 -- $3 timestamptz: now (the deadlines' updated_at)
 -- $4 int: reports to prune per job at most   $5 int: REPORT_TOTAL_SHARDS
+-- $6 timestamptz: rollup rows of hours before this are past retention
+-- $7 int: rollup rows to prune per job at most
 -- Output: one row per job: id uuid, key_due timestamptz: when the job's own key is due next as
 -- far as this statement changed the ledger (null: no rows left; a hint for how soon to sync
 -- the key, since rows written by others meanwhile are not counted)
@@ -31,7 +38,7 @@ WITH jobs AS (
            candidates int, removed int, "candidateBytes" bigint, "reclaimedBytes" bigint,
            skipped jsonb, entries jsonb, error text, cancelled boolean, "nextCursor" text,
            "startedAt" timestamptz, "finishedAt" timestamptz, seconds float8, buckets bigint[],
-           "pruneBefore" timestamptz, claimed jsonb)
+           "pruneBefore" timestamptz, claimed jsonb, stats jsonb)
 ), claimed AS (
   SELECT j.domain, j.scope, c.reason, c.version
     FROM jobs j, jsonb_to_recordset(j.claimed) AS c(reason text, version bigint)
@@ -68,6 +75,23 @@ WITH jobs AS (
                                       WHERE domain = p.domain AND finished_at < p.before
                                       ORDER BY finished_at
                                       LIMIT p.n) AS old)
+), rollup AS (
+  INSERT INTO reclaim_report_stats AS s (domain, company_id, hour, dry_run, outcome, reason, entries, bytes)
+  SELECT j.domain, k.company_id, date_trunc('hour', j."finishedAt", 'UTC'), j."dryRun", c.outcome, c.reason,
+         sum(c.entries), sum(c.bytes)
+    FROM jobs j
+   CROSS JOIN LATERAL jsonb_to_recordset(j.stats)
+         AS c("companyId" text, outcome text, reason text, entries bigint, bytes bigint)
+   CROSS JOIN LATERAL (VALUES (c."companyId"), ('*')) AS k(company_id)
+   GROUP BY 1, 2, 3, 4, 5, 6
+  ON CONFLICT (domain, company_id, hour, dry_run, outcome, reason) DO UPDATE SET
+    entries = s.entries + EXCLUDED.entries,
+    bytes = s.bytes + EXCLUDED.bytes
+), rollup_pruned AS (
+  DELETE FROM reclaim_report_stats
+   WHERE ctid IN (SELECT ctid FROM reclaim_report_stats
+                   WHERE hour < $6::timestamptz
+                   LIMIT $7::int * (SELECT count(*) FROM jobs))
 ), totals AS (
   INSERT INTO reclaim_report_totals AS t
     (domain, shard, batches, errors, candidates, removed, candidate_bytes, reclaimed_bytes, duration_sum,

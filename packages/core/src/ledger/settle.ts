@@ -12,9 +12,11 @@
  */
 import { randomUUID } from "node:crypto";
 import pg from "pg";
+import { DAY_MS } from "../clock";
 import { poolOf, runStatement, statement, type Db } from "../db";
 import type { ClaimedDeadline, DeadlineRequest } from "./deadlines";
 import { mergeRequests } from "./deadlines";
+import { PRUNE_STATS_PER_REPORT, STATS_RETENTION_DAYS, StatsTally } from "./report-stats";
 import { PRUNE_PER_JOB, REPORT_DURATION_BUCKETS, REPORT_TOTAL_SHARDS } from "./report-totals";
 import { storedReport, type BatchReport, type NewReport } from "./reports";
 
@@ -115,6 +117,10 @@ async function settleAll(db: Db, settlements: Settlement[]): Promise<Settled[]> 
       buckets: REPORT_DURATION_BUCKETS.map((le) => (seconds <= le ? 1 : 0)),
       pruneBefore,
       claimed: claimed.map((c) => ({ reason: c.reason, version: String(c.version) })),
+      stats: (report.stats ?? StatsTally.of(report.entries).list()).map((c) => ({
+        ...c,
+        companyId: c.companyId ?? report.scope,
+      })),
     };
   });
   const deadlines = mergeRequests(settlements.flatMap((s) => s.deadlines));
@@ -125,6 +131,8 @@ async function settleAll(db: Db, settlements: Settlement[]): Promise<Settled[]> 
     now,
     PRUNE_PER_JOB,
     REPORT_TOTAL_SHARDS,
+    new Date(now.getTime() - STATS_RETENTION_DAYS * DAY_MS),
+    PRUNE_STATS_PER_REPORT,
   ]);
   const due = new Map(rows.map((r) => [r.id, r.key_due]));
   return settlements.map((s, i) => ({

@@ -6,7 +6,7 @@
  */
 import type { StorageProvider } from "@reclaim/shared";
 import { StorageError } from "@reclaim/shared";
-import type { Db } from "../db";
+import type { Db, Tx } from "../db";
 import type { ExecutionWorkspaceRestorePointModel as Row } from "../db/generated/models/ExecutionWorkspaceRestorePoint";
 import { ReclaimError } from "../errors";
 import { findRestorePoint } from "./find";
@@ -74,20 +74,19 @@ const sameObject = (row: Row, input: ActivateInput) =>
   row.formatVersion === input.formatVersion &&
   row.keyFingerprint === input.keyFingerprint;
 
-export async function activateRestorePoint(
-  db: Db,
-  storage: StorageProvider,
+/**
+ * The activation itself, for a caller that already read the object back (`readBack`) and
+ * checked it: `pending` -> `active` in `db`, which may be the transaction that also archives
+ * the workspace. Returns how many rows changed (0: not pending any more). The caller requests
+ * the `activated` review deadline (`dueFor`).
+ */
+export async function recordActivation(
+  db: Db | Tx,
   input: ActivateInput,
-  now: () => Date,
-): Promise<LedgerResult> {
-  const row = await findRestorePoint(db, input.companyId, input.id);
-  if (row.status === "active" && sameObject(row, input)) return ledgerResult(row);
-  if (row.status !== "pending") throw wrongState(row, "activate");
-  // Outside any transaction: this streams the whole object back from storage.
-  await verifyStored(storage, row, input);
-  const at = now();
-  const changed = await db.executionWorkspaceRestorePoint.updateMany({
-    where: { id: row.id, companyId: input.companyId, status: "pending" },
+  at: Date,
+): Promise<{ count: number }> {
+  return db.executionWorkspaceRestorePoint.updateMany({
+    where: { id: input.id, companyId: input.companyId, status: "pending" },
     data: {
       status: "active",
       sha256: input.sha256.toLowerCase(),
@@ -102,6 +101,21 @@ export async function activateRestorePoint(
       updatedAt: at,
     },
   });
+}
+
+export async function activateRestorePoint(
+  db: Db,
+  storage: StorageProvider,
+  input: ActivateInput,
+  now: () => Date,
+): Promise<LedgerResult> {
+  const row = await findRestorePoint(db, input.companyId, input.id);
+  if (row.status === "active" && sameObject(row, input)) return ledgerResult(row);
+  if (row.status !== "pending") throw wrongState(row, "activate");
+  // Outside any transaction: this streams the whole object back from storage.
+  await verifyStored(storage, row, input);
+  const at = now();
+  const changed = await recordActivation(db, input, at);
   const current = await findRestorePoint(db, input.companyId, input.id);
   // Changed meanwhile (its issue or company was deleted, or a second activation won).
   if (changed.count === 0 && !(current.status === "active" && sameObject(current, input))) {

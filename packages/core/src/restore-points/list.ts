@@ -1,6 +1,7 @@
 /** list: a workspace's restore points, newest first, a page at a time (keyset cursor). */
+import { z } from "zod";
 import type { Db } from "../db";
-import { invalid } from "./refusals";
+import { decodeCursor, encodeCursor, timestamp } from "../input";
 import { viewOf, type RestorePointView } from "./view";
 import type { RestorePointStatus } from "./vocabulary";
 
@@ -13,33 +14,15 @@ export interface ListInput {
   cursor?: string;
 }
 
-interface Cursor {
-  createdAt: string;
-  id: string;
-}
-
-function decodeCursor(token: string): Cursor {
-  try {
-    const value = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as Partial<Cursor>;
-    if (
-      typeof value.createdAt === "string" &&
-      typeof value.id === "string" &&
-      !Number.isNaN(Date.parse(value.createdAt))
-    ) {
-      return { createdAt: value.createdAt, id: value.id };
-    }
-  } catch {
-    // falls through to the 400 below
-  }
-  throw invalid("cursor", "is not a cursor this API returned");
-}
+/** Where a page ended: the last row's `createdAt` and `id` (the keyset of the ordering). */
+const cursor = z.object({ createdAt: timestamp(), id: z.guid() }).strict();
 
 /** Newest first; `nextCursor` is set when more rows follow. */
 export async function listRestorePoints(
   db: Db,
   input: ListInput,
 ): Promise<{ restorePoints: RestorePointView[]; nextCursor: string | null }> {
-  const after = input.cursor === undefined ? null : decodeCursor(input.cursor);
+  const after = input.cursor === undefined ? null : decodeCursor(input.cursor, cursor);
   const rows = await db.executionWorkspaceRestorePoint.findMany({
     where: {
       companyId: input.companyId,
@@ -61,9 +44,7 @@ export async function listRestorePoints(
   const last = page.at(-1);
   const nextCursor =
     rows.length > input.limit && last
-      ? Buffer.from(JSON.stringify({ createdAt: last.createdAt.toISOString(), id: last.id })).toString(
-          "base64url",
-        )
+      ? encodeCursor({ createdAt: last.createdAt.toISOString(), id: last.id })
       : null;
   return { restorePoints: page.map(viewOf), nextCursor };
 }

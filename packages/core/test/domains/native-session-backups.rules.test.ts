@@ -2,13 +2,17 @@
  * Native session failover backups: each expiry condition of the spec, on real session
  * directories and real rows, through the scheduler API and a real BullMQ worker.
  */
+import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rm, symlink, utimes, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createLogger, DAY_MS, TestClock } from "@reclaim/core";
-import { daysAgo, startStack, writeTree, type Stack } from "@reclaim/testkit";
-import { insertFinalization, insertRecoveryAction } from "@reclaim/testkit/src/fixtures/native-workspace-sync";
+import { daysAgo, outsideDir, startStack, writeTree, type Stack } from "@reclaim/testkit";
+import {
+  insertFinalization,
+  insertRecoveryAction,
+} from "@reclaim/testkit/src/fixtures/native-workspace-sync";
 import {
   closedSession,
   copyId,
@@ -144,9 +148,19 @@ describe("a copy is kept", () => {
     const a = await closedSession(stack);
     await insertRecoveryAction(stack, { companyId: a.companyId, runId: a.runId, cause: "stranded_run" });
     const b = await closedSession(stack);
-    await insertRecoveryAction(stack, { companyId: b.companyId, runId: b.runId, status: "escalated", cause: "stranded_run" });
+    await insertRecoveryAction(stack, {
+      companyId: b.companyId,
+      runId: b.runId,
+      status: "escalated",
+      cause: "stranded_run",
+    });
     const c = await closedSession(stack);
-    await insertRecoveryAction(stack, { companyId: c.companyId, runId: c.runId, status: "resolved", cause: "stranded_run" });
+    await insertRecoveryAction(stack, {
+      companyId: c.companyId,
+      runId: c.runId,
+      status: "resolved",
+      cause: "stranded_run",
+    });
     const report = await sweep(stack, null);
     expect(outcomeOf(report, copyId(a.scope))).toBe("recovery_in_progress");
     expect(outcomeOf(report, copyId(b.scope))).toBe("recovery_in_progress");
@@ -182,14 +196,55 @@ describe("a copy is kept", () => {
     await expectKept(s.scope, `control_plane_state_${kind}`);
   });
 
-  it("while its control-plane state is a symlink (never followed)", async () => {
+  it("while its control-plane state is a symlink or a FIFO (never followed, never blocks)", async () => {
     const s = await closedSession(stack);
-    const real = path.join(stack.instanceRoot, `state-${s.scope}.json`);
-    await writeFile(real, JSON.stringify({ companyId: s.companyId, sessionId: s.sessionId }));
-    const file = path.join(sessionDir(stack, s.scope), "control-plane.json");
-    await rm(file);
-    await symlink(real, file);
-    await expectKept(s.scope, "control_plane_state_unreadable");
+    const outside = await outsideDir({
+      "state.json": JSON.stringify({ companyId: s.companyId, sessionId: s.sessionId }),
+    });
+    try {
+      const file = path.join(sessionDir(stack, s.scope), "control-plane.json");
+      await rm(file);
+      await symlink(path.join(outside.path, "state.json"), file);
+      const fifo = await closedSession(stack);
+      const fifoFile = path.join(sessionDir(stack, fifo.scope), "control-plane.json");
+      await rm(fifoFile);
+      execFileSync("mkfifo", [fifoFile]);
+      const report = await expectKept(s.scope, "control_plane_state_unreadable");
+      expect(outcomeOf(report, copyId(fifo.scope))).toBe("control_plane_state_unreadable");
+      expect(await outside.changes()).toEqual([]);
+    } finally {
+      await outside.remove();
+    }
+  });
+
+  it("while its copy's manifest is a symlink, larger than 1 MiB or not a file (when the copy was written is unknown)", async () => {
+    const outside = await outsideDir({
+      "manifest.json": JSON.stringify({ completedAt: daysAgo(30).toISOString() }),
+    });
+    try {
+      const [linked, large, fifo] = [
+        await closedSession(stack),
+        await closedSession(stack),
+        await closedSession(stack),
+      ];
+      const manifest = (scope: string) => path.join(currentDir(stack, scope), "manifest.json");
+      await rm(manifest(linked.scope));
+      await symlink(path.join(outside.path, "manifest.json"), manifest(linked.scope));
+      // Valid JSON saying the copy is old, padded past the limit: read whole, it would let the copy expire.
+      await writeFile(
+        manifest(large.scope),
+        JSON.stringify({ completedAt: daysAgo(30).toISOString(), pad: "x".repeat(1024 * 1024) }),
+      );
+      await rm(manifest(fifo.scope));
+      execFileSync("mkfifo", [manifest(fifo.scope)]);
+      for (const s of [linked, large, fifo]) await utimes(currentDir(stack, s.scope), daysAgo(9), daysAgo(9));
+      const report = await sweep(stack, null);
+      for (const s of [linked, large, fifo])
+        expect(outcomeOf(report, copyId(s.scope))).toBe("copy_manifest_unreadable");
+      expect(await outside.changes()).toEqual([]);
+    } finally {
+      await outside.remove();
+    }
   });
 });
 
@@ -301,7 +356,9 @@ describe("what is never touched", () => {
     await symlink(sessionDir(stack, s.scope), sessionDir(stack, linkedScope));
     const report = await sweep(stack, null);
     expect(outcomeOf(report, copyId(s.scope))).toBe("symlink");
-    expect(outcomeOf(report, copyId(linkedScope))).toBe("symlink");
+    // The link is the session directory itself: the report names it.
+    expect(outcomeOf(report, `runtime/paperclip-runner/durable-sessions/${linkedScope}`)).toBe("symlink");
+    expect(outcomeOf(report, copyId(linkedScope))).toBeUndefined();
     expect(existsSync(path.join(target, "keep.txt"))).toBe(true);
   });
 });

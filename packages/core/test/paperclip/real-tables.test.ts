@@ -33,7 +33,8 @@ async function paperclipDatabase() {
 }
 
 async function paperclipStack(env: Record<string, string> = {}): Promise<Stack> {
-  return startStack({ database: await paperclipDatabase(), env });
+  // Task directories are off by default (the spec); here every domain runs.
+  return startStack({ database: await paperclipDatabase(), env: { PAPERCLIP_TASK_DIRECTORY_RETENTION_ENABLED: "true", ...env } });
 }
 
 const sql = (stack: Stack, text: string, ...params: unknown[]) => stack.db.$executeRawUnsafe(text, ...params);

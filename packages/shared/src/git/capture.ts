@@ -14,17 +14,10 @@
  *     (RECLAIM_ERR_GIT_CAPTURE_CHANGED); discard the sealed object and try later.
  *  4. `dispose()` removes the temporary directory (bundle, helper repository).
  *
- * The base ("remote-verified"): `remote` lists the remote fresh (`git ls-remote`, run outside
- * the repository); `remote-tracking` trusts `refs/remotes/*` (the caller fetched just now);
- * `shared` takes every commit a shared clone's refs hold. Only base tips this repository
- * has count; the bundle holds every commit reachable from HEAD, ORIG_HEAD, every HEAD reflog
- * entry, the scope's branches (and tags) and their reflog entries (and for nested checkouts
- * the remote-tracking refs and their reflogs: history-only objects) that the base lacks, plus
- * one commit carrying the index's blobs that no commit has.
- *
- * No object is ever written into the workspace's repository: the bundle is built in a
- * throwaway bare repository whose `objects/info/alternates` points at the workspace's store,
- * so a capture killed at any point leaves the repository exactly as it was.
+ * What the bundle holds and how the base is established: bundle.ts (no object is ever written
+ * into the workspace's repository, so a capture killed, timed out or out of disk at any point
+ * leaves it exactly as it was). Scope (what belongs to a worktree of a shared clone) and the
+ * refusals: worktree-state.ts; the extra rules of nested standalone clones: nested-rules.ts.
  *
  * Example:
  *
@@ -34,23 +27,23 @@
  *     const manifest = await capture.manifest;   // store serializeManifest(manifest) with `sealed`
  *   } finally { await capture.dispose(); }
  */
-import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
-import { encodeSnapshot, isTreeSnapshotError, planTree, type SnapshotSummary, type TreePlan } from "../tree-snapshot";
-import { CaptureRefusedError, GitRestoreError, type RefusalReason } from "./errors";
 import {
-  MANIFEST_SCHEMA,
-  sha256,
-  stateDigests,
-  type RestoreManifest,
-  type TreeSection,
-} from "./manifest";
+  encodeSnapshot,
+  isTreeSnapshotError,
+  planTree,
+  type SnapshotSummary,
+  type TreePlan,
+} from "../tree-snapshot";
+import { CaptureRefusedError, GitRestoreError, type RefusalReason } from "./errors";
+import { MANIFEST_SCHEMA, sha256, stateDigests, type RestoreManifest, type TreeSection } from "./manifest";
 import { payloadSize, payloadStream, type Section, type SectionName } from "./payload";
-import { emptyDir, openSafeRepository, remoteEnv, runSafeGit, type SafeRepository } from "./safe-git";
+import { buildBundle, type BaseSource } from "./bundle";
+import { openSafeRepository, type SafeRepository } from "./safe-git";
 import { readWorktreeState, type CaptureScope, type WorktreeState } from "./worktree-state";
 
 export interface RestoreLimits {
@@ -83,10 +76,7 @@ export const LOCAL_TRANSFER_LIMITS: RestoreLimits = {
   maxCommits: 1_000_000,
 };
 
-export type BaseSource =
-  | { kind: "remote"; url?: string }
-  | { kind: "remote-tracking" }
-  | { kind: "shared"; repository: string };
+export type { BaseSource } from "./bundle";
 
 export interface CaptureOptions {
   base: BaseSource;
@@ -109,8 +99,6 @@ export interface Capture {
   dispose(): Promise<void>;
 }
 
-export const ZERO_OID = /^0+$/;
-
 export async function captureWorktree(dir: string, options: CaptureOptions): Promise<Capture> {
   const repo = await openSafeRepository(dir, { inherited: options.inherited, signal: options.signal });
   const scope: CaptureScope = options.scope ?? (repo.linked ? { kind: "worktree" } : { kind: "clone" });
@@ -131,6 +119,7 @@ export async function captureWorktree(dir: string, options: CaptureOptions): Pro
         entries: state.index.entries,
         deleted: state.deleted,
         tracked: state.trackedPresent,
+        untrackedFromHead: state.untrackedFromHead,
       }),
     );
     const historyJson = Buffer.from(
@@ -163,7 +152,9 @@ export async function captureWorktree(dir: string, options: CaptureOptions): Pro
     const ended = new Promise<void>((resolve, reject) => {
       stream.once("end", resolve);
       stream.once("error", reject);
-      stream.once("close", () => (stream.readableEnded ? resolve() : reject(new Error("payload stream closed early"))));
+      stream.once("close", () =>
+        stream.readableEnded ? resolve() : reject(new Error("payload stream closed early")),
+      );
     });
     const treeSection = async (name: "tracked" | "untracked" | "ignored"): Promise<TreeSection> => {
       const summary = await summaries[name]!;
@@ -178,7 +169,12 @@ export async function captureWorktree(dir: string, options: CaptureOptions): Pro
         head: digests.head,
         base,
         bundle: bundle
-          ? { sha256: bundle.sha256, bytes: bundle.bytes, commits: bundle.commits, indexCarrier: bundle.indexCarrier }
+          ? {
+              sha256: bundle.sha256,
+              bytes: bundle.bytes,
+              commits: bundle.commits,
+              indexCarrier: bundle.indexCarrier,
+            }
           : null,
         refs: digests.refs,
         index: digests.index,
@@ -215,14 +211,23 @@ async function planSnapshots(
   state: WorktreeState,
   limits: RestoreLimits,
 ): Promise<Record<"tracked" | "untracked" | "ignored", TreePlan>> {
-  const snapshotLimits = { maxFiles: limits.maxFiles, maxFileBytes: limits.maxFileBytes, maxTotalBytes: limits.maxTotalBytes };
+  const snapshotLimits = {
+    maxFiles: limits.maxFiles,
+    maxFileBytes: limits.maxFileBytes,
+    maxTotalBytes: limits.maxTotalBytes,
+  };
   const plan = async (paths: string[]): Promise<TreePlan> => {
     try {
       return await planTree(worktree, { selection: { kind: "paths", paths }, limits: snapshotLimits });
     } catch (error) {
       if (isTreeSnapshotError(error)) {
         const reason = SNAPSHOT_REASONS[error.reason];
-        if (reason) throw new CaptureRefusedError(reason, error.entryPath === null ? [] : [error.entryPath], error.message);
+        if (reason)
+          throw new CaptureRefusedError(
+            reason,
+            error.entryPath === null ? [] : [error.entryPath],
+            error.message,
+          );
         throw new GitRestoreError("RECLAIM_ERR_GIT_CAPTURE_CHANGED", error.message, { cause: error });
       }
       throw error;
@@ -234,16 +239,28 @@ async function planSnapshots(
     ignored: await plan(state.ignored),
   };
   const files = plans.tracked.entries.length + plans.untracked.entries.length + plans.ignored.entries.length;
-  if (files > limits.maxFiles) throw new CaptureRefusedError("restore_point_too_many_files", [], `${files} entries`);
+  if (files > limits.maxFiles)
+    throw new CaptureRefusedError("restore_point_too_many_files", [], `${files} entries`);
   const bytes = plans.tracked.fileBytes + plans.untracked.fileBytes + plans.ignored.fileBytes;
-  if (bytes > limits.maxTotalBytes) throw new CaptureRefusedError("restore_point_too_large", [], `${bytes} bytes`);
+  if (bytes > limits.maxTotalBytes)
+    throw new CaptureRefusedError("restore_point_too_large", [], `${bytes} bytes`);
   return plans;
 }
 
 /** Paths with a `filter` attribute cannot be restored byte for byte without running it. */
 async function refuseFilteredPaths(repo: SafeRepository, state: WorktreeState): Promise<void> {
   const paths = [...new Set([...state.index.entries.map((e) => e.path), ...state.untracked])];
-  if (paths.length === 0) return;
+  // Attributes come only from .gitattributes files and info/attributes (global and system
+  // ones are off): without either, no path has a filter, and git need not be asked.
+  const isAttributes = (p: string): boolean => p === ".gitattributes" || p.endsWith("/.gitattributes");
+  const attributeFiles =
+    paths.some(isAttributes) ||
+    state.ignored.some(isAttributes) ||
+    (await stat(path.join(repo.commonDir, "info", "attributes")).then(
+      () => true,
+      () => false,
+    ));
+  if (paths.length === 0 || !attributeFiles) return;
   const out = await repo.git(["check-attr", "-z", "--stdin", "filter"], { input: paths.join("\0") + "\0" });
   const fields = out.stdout.toString("utf8").split("\0");
   const filtered: string[] = [];
@@ -251,130 +268,4 @@ async function refuseFilteredPaths(repo: SafeRepository, state: WorktreeState): 
     if (fields[i + 2] !== "unspecified" && fields[i + 2] !== "unset") filtered.push(fields[i]!);
   }
   if (filtered.length > 0) throw new CaptureRefusedError("filtered_path", filtered);
-}
-
-interface BuiltBundle {
-  file: string;
-  bytes: number;
-  sha256: string;
-  commits: number;
-  indexCarrier: string | null;
-}
-
-function reflogOids(log: Buffer): string[] {
-  const oids: string[] = [];
-  for (const line of log.toString("utf8").split("\n")) {
-    const [oldOid, newOid] = line.split(" ", 2);
-    for (const oid of [oldOid, newOid]) if (oid && /^[0-9a-f]{40,64}$/.test(oid) && !ZERO_OID.test(oid)) oids.push(oid);
-  }
-  return oids;
-}
-
-/** `oid -> type` for the oids that exist in the repository. */
-async function objectTypes(repo: SafeRepository, oids: string[]): Promise<Map<string, string>> {
-  const types = new Map<string, string>();
-  if (oids.length === 0) return types;
-  const out = await repo.text(["cat-file", "--batch-check=%(objectname) %(objecttype)"], { input: oids.join("\n") + "\n" });
-  for (const line of out.split("\n")) {
-    const [oid, type] = line.split(" ");
-    if (oid && type && type !== "missing") types.set(oid, type);
-  }
-  return types;
-}
-
-async function baseTips(repo: SafeRepository, base: BaseSource, signal?: AbortSignal): Promise<string[]> {
-  if (base.kind === "remote-tracking") {
-    const out = await repo.text(["for-each-ref", "--format=%(objectname)", "refs/remotes/"]);
-    return out.split("\n").filter(Boolean);
-  }
-  if (base.kind === "shared") {
-    const shared = await openSafeRepository(base.repository, { signal });
-    const out = await shared.text(["for-each-ref", "--format=%(objectname)"]);
-    return out.split("\n").filter(Boolean);
-  }
-  let url = base.url;
-  if (url === undefined) {
-    const configured = await repo.git(["config", "--get", "remote.origin.url"], { okCodes: [0, 1] });
-    url = configured.stdout.toString().trim();
-    if (configured.code !== 0 || url === "") throw new CaptureRefusedError("no_remote_base", [], "no origin URL");
-    // A local path is relative to the work tree.
-    if (!/^[a-z][a-z0-9+.-]*:/i.test(url) && !url.startsWith("/")) url = path.resolve(repo.worktree!, url);
-  }
-  const listed = await runSafeGit(["ls-remote", "--", url], { cwd: emptyDir(), env: remoteEnv(), signal });
-  return listed.stdout
-    .toString()
-    .split("\n")
-    .map((line) => line.split("\t")[0]!)
-    .filter(Boolean);
-}
-
-async function buildBundle(
-  repo: SafeRepository,
-  state: WorktreeState,
-  options: CaptureOptions & { scope: CaptureScope; nested: boolean; limits: RestoreLimits },
-  tmp: string,
-): Promise<{ base: RestoreManifest["base"]; bundle: BuiltBundle | null }> {
-  const candidates = new Set<string>([state.head.oid]);
-  if (state.origHead) candidates.add(state.origHead);
-  for (const oid of reflogOids(state.headReflog)) candidates.add(oid);
-  for (const ref of state.refs) candidates.add(ref.oid);
-  for (const log of state.refReflogs) for (const oid of reflogOids(log.log)) candidates.add(oid);
-  if (options.nested) {
-    for (const ref of state.remoteTracking) candidates.add(ref.oid);
-    for (const log of state.remoteTrackingReflogs) for (const oid of reflogOids(log.log)) candidates.add(oid);
-  }
-  const blobs = [...new Set(state.index.entries.filter((e) => !e.intentToAdd).map((e) => e.oid))].sort();
-  const tips = await objectTypes(repo, [...candidates].sort());
-  const blobTypes = await objectTypes(repo, blobs);
-  const baseOids = [...new Set(await baseTips(repo, options.base, options.signal))].sort();
-  const presentBase = [...(await objectTypes(repo, baseOids)).keys()].sort();
-
-  // The throwaway repository: reads the workspace's objects, writes only its own.
-  const helper = path.join(tmp, "helper.git");
-  const env = remoteEnv(options.inherited);
-  await runSafeGit(["init", "-q", "--bare", "--template=", helper], { cwd: emptyDir(), env });
-  await writeFile(path.join(helper, "objects", "info", "alternates"), `${repo.objectsDir}\n`);
-  const helperEnv = { ...env, GIT_DIR: helper, GIT_AUTHOR_DATE: "@0 +0000", GIT_COMMITTER_DATE: "@0 +0000" };
-  const helperGit = (args: string[], input?: string): Promise<string> =>
-    runSafeGit(args, { cwd: helper, env: helperEnv, input, signal: options.signal }).then((r) => r.stdout.toString());
-
-  let indexCarrier: string | null = null;
-  const carried = blobs.filter((oid) => blobTypes.get(oid) === "blob");
-  if (carried.length > 0) {
-    const tree = (await helperGit(["mktree"], carried.map((oid) => `100644 blob ${oid}\t${oid}\n`).join(""))).trim();
-    indexCarrier = (await helperGit(["commit-tree", tree, "-m", "reclaim index blobs"])).trim();
-  }
-
-  const refLines: string[] = [];
-  const named = new Set<string>();
-  for (const ref of state.refs) {
-    if (tips.has(ref.oid)) {
-      refLines.push(`create ${ref.name} ${ref.oid}`);
-      named.add(ref.oid);
-    }
-  }
-  refLines.push(`create refs/reclaim/head ${state.head.oid}`);
-  for (const oid of [...tips.keys()].sort()) {
-    if (!named.has(oid) && oid !== state.head.oid) refLines.push(`create refs/reclaim/history/${oid} ${oid}`);
-  }
-  if (indexCarrier) refLines.push(`create refs/reclaim/index ${indexCarrier}`);
-  await helperGit(["update-ref", "--stdin"], refLines.join("\n") + "\n");
-  const refNames = refLines.map((line) => line.split(" ")[1]!);
-  const revInput = [...refNames, ...presentBase.map((oid) => `^${oid}`)].join("\n") + "\n";
-
-  const commits = Number((await helperGit(["rev-list", "--count", "--stdin"], revInput)).trim());
-  if (commits > options.limits.maxCommits) {
-    throw new CaptureRefusedError("restore_point_too_many_commits", [], `${commits} commits`);
-  }
-  const base = { source: options.base.kind, oids: presentBase };
-  if (commits === 0 && indexCarrier === null) return { base, bundle: null };
-  const file = path.join(tmp, "restore.bundle");
-  await helperGit(["bundle", "create", "-q", file, "--stdin"], revInput);
-  const bytes = (await stat(file)).size;
-  if (bytes > options.limits.maxBundleBytes) {
-    throw new CaptureRefusedError("restore_point_bundle_too_large", [], `${bytes} bytes`);
-  }
-  const hash = createHash("sha256");
-  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
-  return { base, bundle: { file, bytes, sha256: hash.digest("hex"), commits, indexCarrier } };
 }

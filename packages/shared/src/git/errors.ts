@@ -8,7 +8,10 @@ const CATALOG = {
   RECLAIM_ERR_GIT_NOT_A_REPOSITORY: { permanent: true, message: "Not a git work tree" },
   RECLAIM_ERR_GIT_COMMAND_FAILED: { permanent: false, message: "A git command failed" },
   RECLAIM_ERR_GIT_CAPTURE_REFUSED: { permanent: false, message: "The worktree cannot be captured" },
-  RECLAIM_ERR_GIT_CAPTURE_CHANGED: { permanent: false, message: "The worktree changed while it was captured" },
+  RECLAIM_ERR_GIT_CAPTURE_CHANGED: {
+    permanent: false,
+    message: "The worktree changed while it was captured",
+  },
   RECLAIM_ERR_GIT_PAYLOAD_INVALID: { permanent: true, message: "The restore-point payload is invalid" },
   RECLAIM_ERR_GIT_PAYLOAD_SCHEMA: { permanent: true, message: "Unknown restore-point payload schema" },
   RECLAIM_ERR_GIT_APPLY_DIVERGED: {
@@ -56,6 +59,8 @@ export type RefusalReason =
   | "unsupported_index"
   | "no_remote_base"
   | "other_branch_unpushed"
+  | "unique_branch_reflog_commits"
+  | "unreachable_objects"
   | "restore_point_too_many_files"
   | "restore_point_file_too_large"
   | "restore_point_too_large"
@@ -68,7 +73,10 @@ export class CaptureRefusedError extends GitRestoreError {
   readonly paths: string[];
 
   constructor(reason: RefusalReason, paths: string[] = [], detail?: string) {
-    super("RECLAIM_ERR_GIT_CAPTURE_REFUSED", `${reason}${paths.length ? ` (${paths.slice(0, 5).join(", ")})` : ""}${detail ? `: ${detail}` : ""}`);
+    super(
+      "RECLAIM_ERR_GIT_CAPTURE_REFUSED",
+      `${reason}${paths.length ? ` (${paths.slice(0, 5).join(", ")})` : ""}${detail ? `: ${detail}` : ""}`,
+    );
     this.reason = reason;
     this.paths = paths.slice(0, 5);
   }

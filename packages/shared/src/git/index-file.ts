@@ -47,12 +47,15 @@ export function hashLength(objectFormat: string): number {
 
 export function parseIndex(data: Buffer, objectFormat = "sha1"): ParsedIndex {
   const hashLen = hashLength(objectFormat);
-  if (data.length < 12 + hashLen || data.toString("latin1", 0, 4) !== "DIRC") throw invalid("not an index file");
+  if (data.length < 12 + hashLen || data.toString("latin1", 0, 4) !== "DIRC")
+    throw invalid("not an index file");
   const version = data.readUInt32BE(4);
   if (version < 2 || version > 4) throw invalid(`unsupported version ${version}`);
   const count = data.readUInt32BE(8);
   const end = data.length - hashLen;
-  const checksum = createHash(objectFormat === "sha256" ? "sha256" : "sha1").update(data.subarray(0, end)).digest();
+  const checksum = createHash(objectFormat === "sha256" ? "sha256" : "sha1")
+    .update(data.subarray(0, end))
+    .digest();
   if (!checksum.equals(data.subarray(end))) throw invalid("checksum mismatch");
   const entries: IndexEntry[] = [];
   let at = 12;
@@ -121,7 +124,11 @@ function compareEntries(a: IndexEntry, b: IndexEntry): number {
  * An index file holding exactly `entries` (sorted as git sorts them), zero stat data except
  * the size, which is the blob's (`sizes`), as git records it for a file that matched its blob.
  */
-export function writeIndex(entries: IndexEntry[], objectFormat = "sha1", sizes?: Map<string, number>): Buffer {
+export function writeIndex(
+  entries: IndexEntry[],
+  objectFormat = "sha1",
+  sizes?: Map<string, number>,
+): Buffer {
   const hashLen = hashLength(objectFormat);
   const sorted = [...entries].sort(compareEntries);
   const extended = sorted.some((e) => e.skipWorktree || e.intentToAdd);
@@ -146,20 +153,29 @@ export function writeIndex(entries: IndexEntry[], objectFormat = "sha1", sizes?:
     if (hasExtended) flags |= CE_EXTENDED;
     out.writeUInt16BE(flags, 40 + hashLen);
     if (hasExtended) {
-      out.writeUInt16BE((entry.skipWorktree ? CE_SKIP_WORKTREE : 0) | (entry.intentToAdd ? CE_INTENT_TO_ADD : 0), 42 + hashLen);
+      out.writeUInt16BE(
+        (entry.skipWorktree ? CE_SKIP_WORKTREE : 0) | (entry.intentToAdd ? CE_INTENT_TO_ADD : 0),
+        42 + hashLen,
+      );
     }
     name.copy(out, fixed);
     parts.push(out);
   }
   const body = Buffer.concat(parts);
-  const checksum = createHash(objectFormat === "sha256" ? "sha256" : "sha1").update(body).digest();
+  const checksum = createHash(objectFormat === "sha256" ? "sha256" : "sha1")
+    .update(body)
+    .digest();
   return Buffer.concat([body, checksum]);
 }
 
 /** The canonical text of entries (one line each), which manifests digest and compare. */
 export function indexLines(entries: IndexEntry[]): string[] {
   return [...entries].sort(compareEntries).map((e) => {
-    const flags = [e.assumeValid ? "assume-valid" : "", e.skipWorktree ? "skip-worktree" : "", e.intentToAdd ? "intent-to-add" : ""]
+    const flags = [
+      e.assumeValid ? "assume-valid" : "",
+      e.skipWorktree ? "skip-worktree" : "",
+      e.intentToAdd ? "intent-to-add" : "",
+    ]
       .filter(Boolean)
       .join(",");
     return `${e.mode.toString(8)} ${e.oid} ${e.stage} ${flags || "-"}\t${e.path}`;

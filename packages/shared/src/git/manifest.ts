@@ -24,7 +24,11 @@ export interface RestoreManifest {
   scope: CaptureScope;
   nested: boolean;
   head: { oid: string; ref: string | null };
-  /** Commits the bundle takes as present: proven on the remote, or held by the shared clone. */
+  /**
+   * Where the base came from, and the bundle's prerequisites: the commits a target must hold
+   * before the bundle can be imported (proven on the remote, or held by the shared clone),
+   * sorted; empty without a bundle.
+   */
   base: { source: "remote" | "remote-tracking" | "shared"; oids: string[] };
   bundle: null | {
     sha256: string;
@@ -39,8 +43,9 @@ export interface RestoreManifest {
   tracked: TreeSection & { statusDigest: string; deleted: number; deletedDigest: string };
   untracked: TreeSection;
   ignored: TreeSection;
-  history: { headReflogSha256: string; origHead: string | null; refReflogsDigest: string };
-  remoteTracking: { digest: string };
+  history: HistoryDigests;
+  /** refs/remotes/* and their reflogs; null for a worktree of a shared clone (not its own). */
+  remoteTracking: { digest: string } | null;
   sections: { indexSha256: string; historySha256: string };
 }
 
@@ -54,14 +59,21 @@ export function linesDigest(lines: readonly string[]): string {
   return hash.digest("hex");
 }
 
+export interface HistoryDigests {
+  headReflogSha256: string;
+  origHead: string | null;
+  /** The SHA-256 of each scope branch's reflog, by branch (sorted). */
+  refReflogs: { name: string; sha256: string }[];
+}
+
 /** The parts of a manifest that a reading of the worktree determines without its file bytes. */
 export interface StateDigests {
   head: { oid: string; ref: string | null };
   refs: RefValue[];
   index: { version: number; entries: number; digest: string };
   tracked: { statusDigest: string; deleted: number; deletedDigest: string };
-  history: { headReflogSha256: string; origHead: string | null; refReflogsDigest: string };
-  remoteTracking: { digest: string };
+  history: HistoryDigests;
+  remoteTracking: { digest: string } | null;
 }
 
 export function stateDigests(state: WorktreeState): StateDigests {
@@ -70,7 +82,11 @@ export function stateDigests(state: WorktreeState): StateDigests {
   return {
     head: state.head,
     refs: state.refs,
-    index: { version: state.index.version, entries: state.index.entries.length, digest: linesDigest(indexLines(state.index.entries)) },
+    index: {
+      version: state.index.version,
+      entries: state.index.entries.length,
+      digest: linesDigest(indexLines(state.index.entries)),
+    },
     tracked: {
       statusDigest: linesDigest(state.trackedStatus),
       deleted: state.deleted.length,
@@ -79,14 +95,16 @@ export function stateDigests(state: WorktreeState): StateDigests {
     history: {
       headReflogSha256: sha256(state.headReflog),
       origHead: state.origHead,
-      refReflogsDigest: reflogs(state.refReflogs),
+      refReflogs: state.refReflogs.map((l) => ({ name: l.name, sha256: sha256(l.log) })),
     },
-    remoteTracking: {
-      digest: linesDigest([
-        ...state.remoteTracking.map((r) => `${r.oid} ${r.name}`),
-        reflogs(state.remoteTrackingReflogs),
-      ]),
-    },
+    remoteTracking: state.remoteTracking
+      ? {
+          digest: linesDigest([
+            ...state.remoteTracking.map((r) => `${r.oid} ${r.name}`),
+            reflogs(state.remoteTrackingReflogs),
+          ]),
+        }
+      : null,
   };
 }
 

@@ -49,7 +49,10 @@ export function payloadStream(sections: Record<SectionName, Section>): Readable 
         yield chunk as Buffer;
       }
       if (sent !== sections[name].size) {
-        throw new GitRestoreError("RECLAIM_ERR_GIT_CAPTURE_CHANGED", `${name}: ${sent} bytes, expected ${sections[name].size}`);
+        throw new GitRestoreError(
+          "RECLAIM_ERR_GIT_CAPTURE_CHANGED",
+          `${name}: ${sent} bytes, expected ${sections[name].size}`,
+        );
       }
     }
   }
@@ -68,7 +71,9 @@ export async function stagePayload(payload: Readable, staging: string): Promise<
     if (out) {
       const stream = out;
       out = null;
-      await new Promise<void>((resolve, reject) => stream.end((error?: Error | null) => (error ? reject(error) : resolve())));
+      await new Promise<void>((resolve, reject) =>
+        stream.end((error?: Error | null) => (error ? reject(error) : resolve())),
+      );
     }
   };
   const startNext = async (): Promise<void> => {
@@ -96,7 +101,10 @@ export async function stagePayload(payload: Readable, staging: string): Promise<
         buffered = Buffer.concat([buffered, chunk]);
         if (buffered.length < headerBytes()) continue;
         if (!buffered.subarray(0, PAYLOAD_MAGIC.length).equals(PAYLOAD_MAGIC)) {
-          throw new GitRestoreError("RECLAIM_ERR_GIT_PAYLOAD_SCHEMA", "not a schema 2 git restore-point payload");
+          throw new GitRestoreError(
+            "RECLAIM_ERR_GIT_PAYLOAD_SCHEMA",
+            "not a schema 2 git restore-point payload",
+          );
         }
         if (buffered.readUInt32BE(8) !== SECTIONS.length) {
           throw new GitRestoreError("RECLAIM_ERR_GIT_PAYLOAD_INVALID", "section count");

@@ -132,6 +132,7 @@ export function neutralBaseEnv(inherited: NodeJS.ProcessEnv = process.env): Node
     LC_ALL: "C",
     GIT_CONFIG_NOSYSTEM: "1",
     GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_ATTR_NOSYSTEM: "1",
     GIT_TERMINAL_PROMPT: "0",
     GIT_ASKPASS: "false",
     GIT_PAGER: "cat",
@@ -213,6 +214,11 @@ export interface SafeRepository {
   readonly plantedConfig: readonly string[];
   /** The neutral environment every command of this repository runs with. */
   readonly env: NodeJS.ProcessEnv;
+  /**
+   * The repository's own config as read when it was opened (local, worktree and included
+   * files; the last value of each key), keys lower-cased. Values only: nothing here runs.
+   */
+  readonly config: ReadonlyMap<string, string>;
   git(
     args: string[],
     options?: { input?: string | Buffer; signal?: AbortSignal; okCodes?: number[] },
@@ -247,6 +253,7 @@ export async function openSafeRepository(
         "--is-bare-repository",
         "--git-path",
         "objects",
+        "--show-object-format",
       ],
       { cwd: root, env, signal: options.signal },
     );
@@ -273,6 +280,7 @@ export async function openSafeRepository(
   });
   const planted = new Set<string>();
   const dynamic: [string, string][] = [];
+  const values = new Map<string, string>();
   // --null --show-scope: "<scope>\0<key>\n<value>\0" per entry.
   const fields = listing.stdout.toString("utf8").split("\0");
   for (let i = 0; i + 1 < fields.length; i += 2) {
@@ -280,6 +288,7 @@ export async function openSafeRepository(
     const record = fields[i + 1]!;
     const newline = record.indexOf("\n");
     const key = newline < 0 ? record : record.slice(0, newline);
+    values.set(key.toLowerCase(), newline < 0 ? "" : record.slice(newline + 1));
     const neutral = neutralValue(key);
     if (neutral !== undefined) {
       planted.add(key);
@@ -291,11 +300,7 @@ export async function openSafeRepository(
     GIT_DIR: gitDir,
     ...(bare ? {} : { GIT_WORK_TREE: root }),
   });
-  const objectFormat = (
-    await runSafeGit(["rev-parse", "--show-object-format"], { cwd: root, env, signal: options.signal })
-  ).stdout
-    .toString()
-    .trim();
+  const objectFormat = facts[4]?.trim() ?? "";
   const cwd = root;
   const repo: SafeRepository = {
     worktree: bare ? undefined : root,
@@ -305,6 +310,7 @@ export async function openSafeRepository(
     linked: gitDir !== commonDir,
     objectFormat: objectFormat || "sha1",
     plantedConfig: [...planted].sort(),
+    config: values,
     env,
     git: (args, o = {}) =>
       runSafeGit(args, { cwd, env, input: o.input, signal: o.signal ?? options.signal, okCodes: o.okCodes }),

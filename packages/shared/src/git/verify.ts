@@ -10,18 +10,10 @@ import { digestTree, isTreeSnapshotError } from "../tree-snapshot";
 import { CaptureRefusedError, type RefusalReason } from "./errors";
 import { stateDigests, type RestoreManifest, type StateDigests, type TreeSection } from "./manifest";
 import { openSafeRepository, type SafeRepository } from "./safe-git";
-import { readWorktreeState, type WorktreeState } from "./worktree-state";
+import { readWorktreeState, type CaptureScope, type WorktreeState } from "./worktree-state";
 
 export type DifferenceKind =
-  | "head"
-  | "refs"
-  | "index"
-  | "tracked"
-  | "untracked"
-  | "ignored"
-  | "history"
-  | "remote_tracking"
-  | "refused";
+  "head" | "refs" | "index" | "tracked" | "untracked" | "ignored" | "history" | "remote_tracking" | "refused";
 
 export interface Difference {
   kind: DifferenceKind;
@@ -33,7 +25,11 @@ export interface Difference {
 export type VerifyResult = { unchanged: true } | { unchanged: false; differences: Difference[] };
 
 /** Limits for reading a live tree back: wide, the capture's limits were already enforced. */
-const READ_LIMITS = { maxFiles: 10_000_000, maxFileBytes: Number.MAX_SAFE_INTEGER, maxTotalBytes: Number.MAX_SAFE_INTEGER };
+const READ_LIMITS = {
+  maxFiles: 10_000_000,
+  maxFileBytes: Number.MAX_SAFE_INTEGER,
+  maxTotalBytes: Number.MAX_SAFE_INTEGER,
+};
 
 export interface LiveReading {
   state: WorktreeState;
@@ -42,16 +38,23 @@ export interface LiveReading {
 }
 
 /** Reads `repo` the way a capture does and digests it; a refusal or a race is a Difference. */
-export async function readLive(repo: SafeRepository, manifest: RestoreManifest): Promise<LiveReading | Difference> {
+export async function readLive(
+  repo: SafeRepository,
+  rules: { scope: CaptureScope; nested: boolean },
+): Promise<LiveReading | Difference> {
   let state: WorktreeState;
   try {
-    state = await readWorktreeState(repo, { scope: manifest.scope, nested: manifest.nested });
+    state = await readWorktreeState(repo, rules);
   } catch (error) {
-    if (error instanceof CaptureRefusedError) return { kind: "refused", reason: error.reason, detail: error.message };
+    if (error instanceof CaptureRefusedError)
+      return { kind: "refused", reason: error.reason, detail: error.message };
     throw error;
   }
   const tree = async (paths: string[]): Promise<TreeSection> => {
-    const result = await digestTree(repo.worktree!, { selection: { kind: "paths", paths }, limits: READ_LIMITS });
+    const result = await digestTree(repo.worktree!, {
+      selection: { kind: "paths", paths },
+      limits: READ_LIMITS,
+    });
     return { files: result.files, bytes: result.fileBytes, treeDigest: result.treeDigest };
   };
   try {
@@ -62,7 +65,8 @@ export async function readLive(repo: SafeRepository, manifest: RestoreManifest):
     };
     return { state, digests: stateDigests(state), trees };
   } catch (error) {
-    if (isTreeSnapshotError(error)) return { kind: "tracked", detail: `changed while read: ${error.message}` };
+    if (isTreeSnapshotError(error))
+      return { kind: "tracked", detail: `changed while read: ${error.message}` };
     throw error;
   }
 }
@@ -76,19 +80,28 @@ export function compareReading(
   const { digests, trees } = live;
   const differ = (kind: DifferenceKind, what: string, expected: unknown, actual: unknown): void => {
     if (JSON.stringify(expected) !== JSON.stringify(actual)) {
-      out.push({ kind, detail: `${what}: expected ${JSON.stringify(expected)}, found ${JSON.stringify(actual)}` });
+      out.push({
+        kind,
+        detail: `${what}: expected ${JSON.stringify(expected)}, found ${JSON.stringify(actual)}`,
+      });
     }
   };
   differ("head", "HEAD", manifest.head, digests.head);
   differ("refs", "branches", manifest.refs, digests.refs);
   differ("index", "index", manifest.index, digests.index);
   differ("tracked", "tracked status", manifest.tracked.statusDigest, digests.tracked.statusDigest);
-  differ("tracked", "deleted paths", [manifest.tracked.deleted, manifest.tracked.deletedDigest], [digests.tracked.deleted, digests.tracked.deletedDigest]);
+  differ(
+    "tracked",
+    "deleted paths",
+    [manifest.tracked.deleted, manifest.tracked.deletedDigest],
+    [digests.tracked.deleted, digests.tracked.deletedDigest],
+  );
   differ("tracked", "tracked files", treeOf(manifest.tracked), trees.tracked);
   differ("untracked", "untracked files", treeOf(manifest.untracked), trees.untracked);
   if (!skip.ignored) differ("ignored", "ignored files", treeOf(manifest.ignored), trees.ignored);
   differ("history", "HEAD reflog, ORIG_HEAD and branch reflogs", manifest.history, digests.history);
-  if (!skip.remoteTracking) differ("remote_tracking", "remote-tracking refs", manifest.remoteTracking, digests.remoteTracking);
+  if (!skip.remoteTracking)
+    differ("remote_tracking", "remote-tracking refs", manifest.remoteTracking, digests.remoteTracking);
   return out;
 }
 
@@ -106,4 +119,3 @@ export async function verifyUnchanged(
   const differences = "kind" in live ? [live] : compareReading(manifest, live);
   return differences.length === 0 ? { unchanged: true } : { unchanged: false, differences };
 }
-

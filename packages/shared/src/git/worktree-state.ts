@@ -15,6 +15,7 @@ import { CaptureRefusedError, GitRestoreError } from "./errors";
 import { isEnvFile, isLeftOutOfIgnored, NESTED_CHECKOUTS_DIRECTORY } from "./exclusions";
 import { parseIndex, type IndexEntry } from "./index-file";
 import type { SafeRepository } from "./safe-git";
+import { errnoCode } from "../errors";
 
 /** What belongs to the capture (spec, "Nested project repository worktrees"). */
 export type CaptureScope =
@@ -29,6 +30,8 @@ export type CaptureScope =
 export interface RefValue {
   name: string;
   oid: string;
+  /** For an annotated tag: the object it tags. */
+  peeled?: string;
 }
 
 export interface WorktreeState {
@@ -40,6 +43,8 @@ export interface WorktreeState {
   trackedPresent: string[];
   /** Tracked paths (in HEAD or the index) that are gone from the worktree. */
   deleted: string[];
+  /** Paths HEAD has that the index dropped but the worktree keeps: saved as untracked or ignored. */
+  untrackedFromHead: string[];
   untracked: string[];
   ignored: string[];
   headReflog: Buffer;
@@ -47,9 +52,14 @@ export interface WorktreeState {
   /** The scope's branches (and, for a clone, tags), sorted. */
   refs: RefValue[];
   refReflogs: { name: string; log: Buffer }[];
-  /** refs/remotes/*, sorted, and their reflogs. */
-  remoteTracking: RefValue[];
+  /**
+   * refs/remotes/*, sorted, and their reflogs; `null` for a worktree of a shared clone, whose
+   * remote-tracking refs belong to the shared clone (they stay there and never block).
+   */
+  remoteTracking: RefValue[] | null;
   remoteTrackingReflogs: { name: string; log: Buffer }[];
+  /** Every branch and tag of the repository (for the nested-checkout rules). */
+  allRefs: RefValue[];
 }
 
 export interface ReadOptions {
@@ -69,6 +79,19 @@ const SPECIAL_STATE = [
   "sequencer",
 ];
 
+export const ZERO_OID = /^0+$/;
+const OID = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
+
+/** The commits a reflog names (old and new side of every entry), in order, with repeats. */
+export function reflogOids(log: Buffer | string): string[] {
+  const oids: string[] = [];
+  for (const line of log.toString().split("\n")) {
+    const [oldOid, newOid] = line.split(" ", 2);
+    for (const oid of [oldOid, newOid]) if (oid && OID.test(oid) && !ZERO_OID.test(oid)) oids.push(oid);
+  }
+  return oids;
+}
+
 async function exists(file: string): Promise<boolean> {
   return lstat(file).then(
     () => true,
@@ -77,15 +100,16 @@ async function exists(file: string): Promise<boolean> {
 }
 
 async function readOptional(file: string): Promise<Buffer | null> {
-  return readFile(file).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === "ENOENT") return null;
+  return readFile(file).catch((error: unknown) => {
+    if (errnoCode(error) === "ENOENT") return null;
     throw error;
   });
 }
 
 export async function readWorktreeState(repo: SafeRepository, options: ReadOptions): Promise<WorktreeState> {
   const worktree = repo.worktree;
-  if (worktree === undefined) throw new GitRestoreError("RECLAIM_ERR_GIT_NOT_A_REPOSITORY", `${repo.gitDir} is bare`);
+  if (worktree === undefined)
+    throw new GitRestoreError("RECLAIM_ERR_GIT_NOT_A_REPOSITORY", `${repo.gitDir} is bare`);
 
   const special: string[] = [];
   for (const name of SPECIAL_STATE) if (await exists(path.join(repo.gitDir, name))) special.push(name);
@@ -93,17 +117,23 @@ export async function readWorktreeState(repo: SafeRepository, options: ReadOptio
   if (await exists(path.join(repo.commonDir, "shallow"))) throw new CaptureRefusedError("shallow_history");
 
   // HEAD
-  const symbolic = await repo.git(["symbolic-ref", "-q", "HEAD"], { okCodes: [0, 1] });
-  const ref = symbolic.code === 0 ? symbolic.stdout.toString().trim() : null;
-  const resolved = await repo.git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], { okCodes: [0, 1] });
-  if (resolved.code !== 0) throw new CaptureRefusedError("unsupported_refs", ["HEAD"], "HEAD has no commit");
-  const head = { oid: resolved.stdout.toString().trim(), ref };
+  // One call: the commit, then the branch HEAD names ("HEAD" when detached).
+  const resolved = await repo.git(["rev-parse", "HEAD^{commit}", "--symbolic-full-name", "HEAD"], {
+    okCodes: [0, 128],
+  });
+  const [oid, name] = resolved.stdout.toString().split("\n");
+  if (resolved.code !== 0 || !oid)
+    throw new CaptureRefusedError("unsupported_refs", ["HEAD"], "HEAD has no commit");
+  const head = { oid, ref: name && name !== "HEAD" ? name : null };
 
   // Index
   const indexData = await readOptional(path.join(repo.gitDir, "index"));
-  const index = indexData ? parseIndex(indexData, repo.objectFormat) : { version: 2, entries: [], extensions: [] };
+  const index = indexData
+    ? parseIndex(indexData, repo.objectFormat)
+    : { version: 2, entries: [], extensions: [] };
   const unsupported = index.extensions.filter((sig) => sig === "link" || sig === "sdir");
-  if (unsupported.length > 0) throw new CaptureRefusedError("unsupported_index", unsupported, "split or sparse index");
+  if (unsupported.length > 0)
+    throw new CaptureRefusedError("unsupported_index", unsupported, "split or sparse index");
   const hidden = index.entries.filter((e) => e.assumeValid || e.skipWorktree).map((e) => e.path);
   if (hidden.length > 0) throw new CaptureRefusedError("hidden_index_flags", hidden);
   const gitlinks = index.entries.filter((e) => e.mode === 0o160000).map((e) => e.path);
@@ -151,13 +181,20 @@ export async function readWorktreeState(repo: SafeRepository, options: ReadOptio
   }
   if (nestedRepos.length > 0) throw new CaptureRefusedError("untracked_nested_repository", nestedRepos);
 
+  const ignored = await expandIgnored(worktree, ignoredEntries);
+  // A path removed from the index (`git rm --cached`) but still on disk is saved once, as
+  // the untracked or ignored file it now is.
+  const elsewhere = new Set([...untracked, ...ignored]);
   const trackedPresent: string[] = [];
   const deleted: string[] = [];
+  const untrackedFromHead: string[] = [];
   for (const file of changed) {
-    if (await exists(path.join(worktree, file))) trackedPresent.push(file);
-    else deleted.push(file);
+    if (await exists(path.join(worktree, file))) {
+      (elsewhere.has(file) ? untrackedFromHead : trackedPresent).push(file);
+    } else deleted.push(file);
   }
-  const ignored = await expandIgnored(worktree, ignoredEntries);
+  trackedPresent.push(...(await oddModes(worktree, index.entries, new Set(changed))));
+  trackedPresent.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
 
   // History and refs
   const headReflog = (await readOptional(path.join(repo.gitDir, "logs", "HEAD"))) ?? Buffer.alloc(0);
@@ -167,15 +204,23 @@ export async function readWorktreeState(repo: SafeRepository, options: ReadOptio
   const stash = allRefs.filter((r) => r.name === "refs/stash");
   if (stash.length > 0) throw new CaptureRefusedError("stash", ["refs/stash"]);
   const refs = allRefs.filter((r) => inScope(r.name, head.ref, options.scope));
-  if (options.scope.kind === "clone") {
-    const odd = allRefs.filter(
-      (r) => !r.name.startsWith("refs/heads/") && !r.name.startsWith("refs/tags/") && !r.name.startsWith("refs/remotes/"),
+  // Notes, replacements and other namespaces change what a checkout means (or belong to
+  // nobody): in a standalone clone and in a shared clone alike they keep the worktree.
+  const odd = allRefs.filter(
+    (r) =>
+      !r.name.startsWith("refs/heads/") &&
+      !r.name.startsWith("refs/tags/") &&
+      !r.name.startsWith("refs/remotes/"),
+  );
+  if (odd.length > 0)
+    throw new CaptureRefusedError(
+      "unsupported_refs",
+      odd.map((r) => r.name),
     );
-    if (odd.length > 0) throw new CaptureRefusedError("unsupported_refs", odd.map((r) => r.name));
-  }
   const refReflogs = await reflogsOf(repo, refs);
-  const remoteTracking = allRefs.filter((r) => r.name.startsWith("refs/remotes/"));
-  const remoteTrackingReflogs = await reflogsOf(repo, remoteTracking);
+  const remoteTracking =
+    options.scope.kind === "clone" ? allRefs.filter((r) => r.name.startsWith("refs/remotes/")) : null;
+  const remoteTrackingReflogs = remoteTracking ? await reflogsOf(repo, remoteTracking) : [];
 
   if (options.nested) await refuseCommitDraft(repo);
 
@@ -185,6 +230,7 @@ export async function readWorktreeState(repo: SafeRepository, options: ReadOptio
     trackedStatus,
     trackedPresent,
     deleted,
+    untrackedFromHead,
     untracked,
     ignored,
     headReflog,
@@ -193,6 +239,7 @@ export async function readWorktreeState(repo: SafeRepository, options: ReadOptio
     refReflogs,
     remoteTracking,
     remoteTrackingReflogs,
+    allRefs,
   };
 }
 
@@ -203,13 +250,15 @@ function inScope(name: string, headRef: string | null, scope: CaptureScope): boo
 }
 
 async function listRefs(repo: SafeRepository): Promise<RefValue[]> {
-  const out = await repo.text(["for-each-ref", "--format=%(objectname) %(refname)"]);
+  // Ref names cannot hold a space; the peeled oid of an annotated tag comes first so the
+  // name can be the rest of the line.
+  const out = await repo.text(["for-each-ref", "--format=%(objectname) %(*objectname) %(refname)"]);
   return out
     .split("\n")
     .filter(Boolean)
-    .map((line) => {
-      const space = line.indexOf(" ");
-      return { oid: line.slice(0, space), name: line.slice(space + 1) };
+    .map((line): RefValue => {
+      const [oid, peeled, ...name] = line.split(" ");
+      return peeled ? { name: name.join(" "), oid: oid!, peeled } : { name: name.join(" "), oid: oid! };
     })
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
@@ -221,6 +270,28 @@ async function reflogsOf(repo: SafeRepository, refs: RefValue[]): Promise<{ name
     if (log && log.length > 0) logs.push({ name: ref.name, log });
   }
   return logs;
+}
+
+/**
+ * Unchanged tracked files whose permission bits are not what a checkout writes (0644, or
+ * 0755 for an executable entry): git records only the executable bit, so such a file is saved
+ * with its bytes and mode like a changed one.
+ */
+async function oddModes(worktree: string, entries: IndexEntry[], changed: Set<string>): Promise<string[]> {
+  const out: string[] = [];
+  const candidates = entries.filter(
+    (e) => e.stage === 0 && !changed.has(e.path) && (e.mode & 0o170000) === 0o100000,
+  );
+  for (let i = 0; i < candidates.length; i += 64) {
+    const batch = candidates.slice(i, i + 64);
+    const stats = await Promise.all(batch.map((e) => lstat(path.join(worktree, e.path)).catch(() => null)));
+    batch.forEach((entry, j) => {
+      const stat = stats[j];
+      if (stat?.isFile() && (stat.mode & 0o7777) !== (entry.mode & 0o111 ? 0o755 : 0o644))
+        out.push(entry.path);
+    });
+  }
+  return out;
 }
 
 /** Ignored entries as files and links, directories expanded, exclusions applied. */

@@ -17,6 +17,7 @@ import { open, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { TreeSnapshotError } from "./errors";
 import { parentOf } from "./format";
+import { errnoCode } from "../errors";
 
 const PROC_FD = existsSync("/proc/self/fd") ? "/proc/self/fd" : null;
 const O_DIR_NOFOLLOW = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
@@ -98,7 +99,7 @@ export class DirChain {
     try {
       handle = await open(at, O_DIR_NOFOLLOW);
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
+      const code = errnoCode(error);
       if (code === "ELOOP" || code === "ENOTDIR" || code === "ENOENT") {
         const reason = rel === "" ? "unsafe_root" : "changed_during_capture";
         throw new TreeSnapshotError(reason, rel, `not a directory any more (${code})`, { cause: error });

@@ -26,6 +26,7 @@ import {
   u64,
 } from "./format";
 import type { PlannedEntry, TreePlan } from "./plan";
+import { errnoCode } from "../errors";
 
 const O_FILE = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 const READ_CHUNK = 1024 * 1024;
@@ -150,7 +151,7 @@ async function openPlannedFile(at: string, entry: PlannedEntry): Promise<FileHan
   try {
     handle = await open(at, O_FILE);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
+    const code = errnoCode(error);
     if (code === "ELOOP" || code === "ENOENT" || code === "ENOTDIR" || code === "ENXIO") {
       throw changed(entry, `cannot be opened as the same file (${code})`, error);
     }

@@ -30,6 +30,7 @@ import {
   type EntryKind,
   type TreeSnapshotLimits,
 } from "./format";
+import { errnoCode } from "../errors";
 
 export interface ExcludeCandidate {
   /** Relative path, '/'-separated. */
@@ -89,8 +90,9 @@ export interface PlanOptions {
 }
 
 export async function planTree(root: string, options: PlanOptions): Promise<TreePlan> {
-  const rootStat = await lstat(root, { bigint: true }).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === "ENOENT" || error.code === "ENOTDIR") {
+  const rootStat = await lstat(root, { bigint: true }).catch((error: unknown) => {
+    const code = errnoCode(error);
+    if (code === "ENOENT" || code === "ENOTDIR") {
       throw new TreeSnapshotError("unsafe_root", "", "root does not exist", { cause: error });
     }
     throw error;
@@ -206,7 +208,7 @@ class Planner {
     try {
       stat = await lstat(at, { bigint: true });
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
+      const code = errnoCode(error);
       if (code === "ENOENT" || code === "ENOTDIR") {
         throw new TreeSnapshotError("changed_during_capture", rel, "entry vanished", { cause: error });
       }

@@ -21,6 +21,7 @@ import { DirChain } from "./dir-chain";
 import { decodeSnapshot, type DecodedEntry, type DecodeOptions } from "./decode";
 import type { SnapshotSummary } from "./encode";
 import { TreeSnapshotError } from "./errors";
+import { errnoCode } from "../errors";
 
 const O_CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
@@ -65,7 +66,7 @@ export async function restoreSnapshot(
           await mkdir(at, 0o700);
           created.set(entry.path, entry);
         } catch (error) {
-          if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+          if (errnoCode(error) !== "EEXIST") throw error;
         }
         const stat = await lstat(at, { bigint: true });
         if (!stat.isDirectory()) throw exists(entry);
@@ -76,7 +77,7 @@ export async function restoreSnapshot(
         try {
           file = { handle: await open(chain.childPath(entry.path), O_CREATE_NEW, 0o600), entry };
         } catch (error) {
-          const code = (error as NodeJS.ErrnoException).code;
+          const code = errnoCode(error);
           if (code === "EEXIST" || code === "ELOOP") throw exists(entry, error);
           throw error;
         }
@@ -105,7 +106,7 @@ export async function restoreSnapshot(
         try {
           await symlink(linkTarget, at);
         } catch (error) {
-          if ((error as NodeJS.ErrnoException).code === "EEXIST") throw exists(entry, error);
+          if (errnoCode(error) === "EEXIST") throw exists(entry, error);
           throw error;
         }
         const seconds = Number(entry.mtimeNs) / 1e9;

@@ -30,7 +30,10 @@ async function listTree(dir: string): Promise<string[]> {
 /** Everything about a target an apply could change. */
 async function targetState(dir: string): Promise<unknown> {
   const hash = async (file: string) =>
-    readFile(path.join(dir, ".git", file)).then((b) => createHash("sha256").update(b).digest("hex"), () => "absent");
+    readFile(path.join(dir, ".git", file)).then(
+      (b) => createHash("sha256").update(b).digest("hex"),
+      () => "absent",
+    );
   return {
     facts: await repoFacts(dir),
     refs: await git(dir, ["for-each-ref"]),
@@ -68,7 +71,9 @@ describe("applyPayload", () => {
     await writeFile(path.join(fresh, "b.txt"), "edited in the target\n");
     await writeFile(path.join(fresh, "new.txt"), "someone else's\n");
     const before = await targetState(fresh);
-    await expect(applyStored(fresh, storage, key, stored)).rejects.toMatchObject({ code: "RECLAIM_ERR_GIT_APPLY_DIVERGED" });
+    await expect(applyStored(fresh, storage, key, stored)).rejects.toMatchObject({
+      code: "RECLAIM_ERR_GIT_APPLY_DIVERGED",
+    });
     expect(await targetState(fresh)).toEqual(before);
   });
 
@@ -79,7 +84,9 @@ describe("applyPayload", () => {
     await handle.truncate(size - 100);
     await handle.close();
     const before = await targetState(fresh);
-    await expect(applyStored(fresh, storage, key, stored)).rejects.toMatchObject({ code: "RECLAIM_ERR_SEAL_TRUNCATED" });
+    await expect(applyStored(fresh, storage, key, stored)).rejects.toMatchObject({
+      code: "RECLAIM_ERR_SEAL_TRUNCATED",
+    });
     expect(await targetState(fresh)).toEqual(before);
   });
 
@@ -89,14 +96,18 @@ describe("applyPayload", () => {
     bytes[Math.floor(bytes.length / 2)]! ^= 0x01;
     await writeFile(payloadFile, bytes);
     const before = await targetState(fresh);
-    await expect(applyStored(fresh, storage, key, stored)).rejects.toMatchObject({ code: "RECLAIM_ERR_SEAL_TAMPERED" });
+    await expect(applyStored(fresh, storage, key, stored)).rejects.toMatchObject({
+      code: "RECLAIM_ERR_SEAL_TAMPERED",
+    });
     expect(await targetState(fresh)).toEqual(before);
   });
 
   it("fails closed on a wrong instance key and on a missing payload, target untouched", async () => {
     const { storage, stored, fresh } = await setup();
     const before = await targetState(fresh);
-    await expect(applyStored(fresh, storage, makeKey(), stored)).rejects.toMatchObject({ code: "RECLAIM_ERR_SEAL_WRONG_KEY" });
+    await expect(applyStored(fresh, storage, makeKey(), stored)).rejects.toMatchObject({
+      code: "RECLAIM_ERR_SEAL_WRONG_KEY",
+    });
     const missing = { ...stored, storageKey: StorageKey.of(randomUUID(), "git-restore-points/none/payload") };
     await expect(applyStored(fresh, storage, key, missing)).rejects.toMatchObject({
       code: expect.stringMatching(/^RECLAIM_ERR_(STORAGE_NOT_FOUND|SEAL_)/),
@@ -108,7 +119,9 @@ describe("applyPayload", () => {
     const { storage, stored, fresh } = await setup();
     const other = { ...stored.manifest, tracked: { ...stored.manifest.tracked, treeDigest: "0".repeat(64) } };
     const before = await targetState(fresh);
-    await expect(applyPayload(fresh, () => open(storage, stored.storageKey, key), other)).rejects.toMatchObject({
+    await expect(
+      applyPayload(fresh, () => open(storage, stored.storageKey, key), other),
+    ).rejects.toMatchObject({
       code: "RECLAIM_ERR_GIT_PAYLOAD_INVALID",
     });
     expect(await targetState(fresh)).toEqual(before);

@@ -3,7 +3,7 @@
  * the plain git CLI (as an agent would run it) with a fixed identity and clock.
  */
 import { execFile } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -51,12 +51,15 @@ export interface Remote {
 }
 
 /** A bare remote with `main` holding `files` in one commit (plus a second commit). */
-export async function makeRemote(root: string, files: Record<string, string> = { "README.md": "hello\n" }): Promise<Remote> {
+export async function makeRemote(
+  root: string,
+  files: Record<string, string> = { "README.md": "hello\n" },
+): Promise<Remote> {
   const bare = path.join(root, "remote.git");
   const seed = path.join(root, "seed");
   await git(root, ["init", "-q", "--bare", "-b", "main", bare]);
   await git(root, ["init", "-q", "-b", "main", seed]);
-  const { writeFile, mkdir } = await import("node:fs/promises");
+  const { writeFile } = await import("node:fs/promises");
   for (const [name, body] of Object.entries(files)) {
     await mkdir(path.dirname(path.join(seed, name)), { recursive: true });
     await writeFile(path.join(seed, name), body);
@@ -69,6 +72,7 @@ export async function makeRemote(root: string, files: Record<string, string> = {
 }
 
 export async function clone(remote: Remote, dir: string): Promise<string> {
+  await mkdir(path.dirname(dir), { recursive: true });
   await git(path.dirname(dir), ["clone", "-q", remote.bare, dir]);
   return dir;
 }

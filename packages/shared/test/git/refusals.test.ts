@@ -19,7 +19,10 @@ async function worktree(): Promise<{ root: string; work: string; bare: string }>
   return { root, work: await clone(remote, path.join(root, "work")), bare: remote.bare };
 }
 
-async function refusal(work: string, options: Partial<CaptureOptions> = {}): Promise<RefusalReason | "captured"> {
+async function refusal(
+  work: string,
+  options: Partial<CaptureOptions> = {},
+): Promise<RefusalReason | "captured"> {
   try {
     await captureManifest(work, options);
     return "captured";
@@ -117,7 +120,13 @@ describe("capture refusals", () => {
   });
 
   it("the limits: files, one file, total bytes, commits, bundle bytes", async () => {
-    const limits = { maxFiles: 3, maxFileBytes: 100, maxTotalBytes: 150, maxBundleBytes: 10_000, maxCommits: 2 };
+    const limits = {
+      maxFiles: 3,
+      maxFileBytes: 100,
+      maxTotalBytes: 150,
+      maxBundleBytes: 10_000,
+      maxCommits: 2,
+    };
     const files = await worktree();
     for (const n of [1, 2, 3, 4]) await writeFile(path.join(files.work, `u${n}`), "x");
     await expect(refusal(files.work, { limits })).resolves.toBe("restore_point_too_many_files");
@@ -135,7 +144,9 @@ describe("capture refusals", () => {
     await writeFile(path.join(bundle.work, "random"), (await import("node:crypto")).randomBytes(20_000));
     await git(bundle.work, ["add", "random"]);
     await git(bundle.work, ["commit", "-q", "-m", "big blob"]);
-    await expect(refusal(bundle.work, { limits: { ...limits, maxFiles: 100 } })).resolves.toBe("restore_point_bundle_too_large");
+    await expect(refusal(bundle.work, { limits: { ...limits, maxFiles: 100 } })).resolves.toBe(
+      "restore_point_bundle_too_large",
+    );
   });
 
   it("refuses before anything is streamed: no payload exists for a refused worktree", async () => {

@@ -14,7 +14,13 @@ const key = makeKey();
 describe("round trip into a fresh clone", () => {
   it("reproduces unpushed, reflog-only and ORIG_HEAD-only commits, every kind of change, modes, links, binary and odd names", async () => {
     const root = await tempDir();
-    const remote = await makeRemote(root, { "a.txt": "a\n", "b.txt": "b\n", "dir/c.txt": "c\n", "gone.txt": "bye\n", "x.sh": "echo\n" });
+    const remote = await makeRemote(root, {
+      "a.txt": "a\n",
+      "b.txt": "b\n",
+      "dir/c.txt": "c\n",
+      "gone.txt": "bye\n",
+      "x.sh": "echo\n",
+    });
     const work = await clone(remote, path.join(root, "work"));
     await writeFile(path.join(work, ".gitignore"), "*.log\nnode_modules/\nout/\n.env*\n");
     await git(work, ["add", ".gitignore"]);
@@ -62,7 +68,10 @@ describe("round trip into a fresh clone", () => {
     expect(stored.manifest.bundle?.commits).toBeGreaterThanOrEqual(4);
 
     const fresh = await clone(remote, path.join(root, "fresh"));
-    await expect(applyStored(fresh, storage, key, stored)).resolves.toEqual({ status: "applied", keptIgnored: [] });
+    await expect(applyStored(fresh, storage, key, stored)).resolves.toEqual({
+      status: "applied",
+      keptIgnored: [],
+    });
     const original = await repoFacts(work, { leaveOut: true });
     const restored = await repoFacts(fresh, { leaveOut: true });
     expect(restored).toEqual(original);

@@ -16,6 +16,7 @@ import {
   seal,
   serializeManifest,
   StorageKey,
+  type ApplyOptions,
   type ApplyResult,
   type CaptureOptions,
   type InstanceKey,
@@ -47,7 +48,12 @@ export async function captureAndStore(
   const capture = await captureWorktree(dir, { base: { kind: "remote" }, ...options });
   try {
     const storageKey = StorageKey.of(randomUUID(), `git-restore-points/ws/${randomUUID()}/payload`);
-    const sealed = await seal(capture.stream, { instanceKey, storage, storageKey, plaintextSize: capture.payloadSize });
+    const sealed = await seal(capture.stream, {
+      instanceKey,
+      storage,
+      storageKey,
+      plaintextSize: capture.payloadSize,
+    });
     const manifest = await capture.manifest;
     const manifestJson = serializeManifest(manifest);
     return { manifest: parseManifest(manifestJson), manifestJson, sealed, storageKey };
@@ -56,8 +62,14 @@ export async function captureAndStore(
   }
 }
 
-export function applyStored(target: string, storage: StorageProvider, instanceKey: InstanceKey, stored: Stored): Promise<ApplyResult> {
-  return applyPayload(target, () => open(storage, stored.storageKey, instanceKey), stored.manifest);
+export function applyStored(
+  target: string,
+  storage: StorageProvider,
+  instanceKey: InstanceKey,
+  stored: Stored,
+  options: ApplyOptions = {},
+): Promise<ApplyResult> {
+  return applyPayload(target, () => open(storage, stored.storageKey, instanceKey), stored.manifest, options);
 }
 
 export function localStorage(root: string): StorageProvider {
@@ -78,7 +90,9 @@ export async function describeFiles(dir: string, options: { leaveOut?: boolean }
       if (stat.isSymbolicLink()) out.push(`link ${child} -> ${await readlink(full)}`);
       else if (stat.isDirectory()) await walk(child);
       else {
-        const hash = createHash("sha256").update(await readFile(full)).digest("hex");
+        const hash = createHash("sha256")
+          .update(await readFile(full))
+          .digest("hex");
         out.push(`file ${(stat.mode & 0o7777).toString(8)} ${hash} ${child}`);
       }
     }
@@ -96,14 +110,35 @@ export async function indexDebug(dir: string): Promise<string> {
     .join("\n");
 }
 
-export async function repoFacts(dir: string, options: { leaveOut?: boolean } = {}): Promise<Record<string, unknown>> {
+export async function repoFacts(
+  dir: string,
+  options: { leaveOut?: boolean } = {},
+): Promise<Record<string, unknown>> {
   const run = (args: string[]) => git(dir, args).catch((e: Error) => `error: ${e.message.split("\n")[0]}`);
   return {
-    status: await run(["status", "--porcelain=v2", "--untracked-files=all", "--ignored=matching", "--branch"]).then((s) =>
+    status: await run([
+      "status",
+      "--porcelain=v2",
+      "--untracked-files=all",
+      "--ignored=matching",
+      "--branch",
+    ]).then((s) =>
       s
         .split("\n")
-        .filter((l) => !l.startsWith("# branch.upstream") && !l.startsWith("# branch.ab") && !(options.leaveOut && /^[?!] (.*\/)?\.env/.test(l)))
-        .filter((l) => !(options.leaveOut && l.startsWith("! ") && [...REGENERABLE_DIRECTORIES].some((d) => l.includes(`${d}/`))))
+        .filter(
+          (l) =>
+            !l.startsWith("# branch.upstream") &&
+            !l.startsWith("# branch.ab") &&
+            !(options.leaveOut && /^[?!] (.*\/)?\.env/.test(l)),
+        )
+        .filter(
+          (l) =>
+            !(
+              options.leaveOut &&
+              l.startsWith("! ") &&
+              [...REGENERABLE_DIRECTORIES].some((d) => l.includes(`${d}/`))
+            ),
+        )
         .join("\n"),
     ),
     index: await indexDebug(dir),
@@ -116,7 +151,10 @@ export async function repoFacts(dir: string, options: { leaveOut?: boolean } = {
 }
 
 /** The capture's manifest without storing the payload (the stream is drained). */
-export async function captureManifest(dir: string, options: Partial<CaptureOptions> = {}): Promise<RestoreManifest> {
+export async function captureManifest(
+  dir: string,
+  options: Partial<CaptureOptions> = {},
+): Promise<RestoreManifest> {
   const capture = await captureWorktree(dir, { base: { kind: "remote" }, ...options });
   try {
     for await (const chunk of capture.stream) void chunk;
@@ -127,7 +165,9 @@ export async function captureManifest(dir: string, options: Partial<CaptureOptio
 }
 
 /** A clone of a fresh remote with an unpushed commit, a modified file and an untracked file. */
-export async function busyWorktree(root: string): Promise<{ work: string; remote: { bare: string; seed: string } }> {
+export async function busyWorktree(
+  root: string,
+): Promise<{ work: string; remote: { bare: string; seed: string } }> {
   const { makeRemote, clone } = await import("./fixture");
   const remote = await makeRemote(root, { "a.txt": "a\n", "b.txt": "b\n", "c.sh": "echo\n" });
   const work = await clone(remote, path.join(root, "work"));

@@ -26,7 +26,7 @@ async function plantedRepository(): Promise<{ dir: string; markers: string }> {
   const fsmonitor = await script("fsmonitor");
   const clean = await script("filter", "cat\n");
   const included = await script("include-fsmonitor");
-  const uploadpack = await script("uploadpack", "exec git-upload-pack \"$@\"\n");
+  const uploadpack = await script("uploadpack", 'exec git-upload-pack "$@"\n');
   for (const hook of ["post-checkout", "reference-transaction", "pre-commit", "post-index-change"]) {
     const file = path.join(dir, ".git", "hooks", hook);
     await writeFile(file, `#!/bin/sh\ntouch ${markers}/hook-${hook}\n`);
@@ -38,10 +38,16 @@ async function plantedRepository(): Promise<{ dir: string; markers: string }> {
   await git(dir, ["config", "filter.evil.required", "true"]);
   await git(dir, ["config", "remote.origin.uploadpack", uploadpack]);
   const includeFile = path.join(root, "included.cfg");
-  await writeFile(includeFile, `[filter "sneaky"]\n\tclean = ${included}\n[diff "sneaky"]\n\ttextconv = ${included}\n`);
+  await writeFile(
+    includeFile,
+    `[filter "sneaky"]\n\tclean = ${included}\n[diff "sneaky"]\n\ttextconv = ${included}\n`,
+  );
   await git(dir, ["config", "include.path", includeFile]);
   await git(dir, ["config", `includeIf.gitdir:${dir}/.git.path`, includeFile]);
-  await writeFile(path.join(dir, ".git", "info", "attributes"), "*.txt filter=evil\n*.md filter=sneaky diff=sneaky\n");
+  await writeFile(
+    path.join(dir, ".git", "info", "attributes"),
+    "*.txt filter=evil\n*.md filter=sneaky diff=sneaky\n",
+  );
   await writeFile(path.join(dir, "a.txt"), "changed\n");
   await writeFile(path.join(dir, "c.md"), "new\n");
   return { dir, markers };
@@ -80,7 +86,14 @@ describe("safe git runner", () => {
     const { dir, markers } = await plantedRepository();
     await exercise((args) => git(dir, args));
     const ran = await readdir(markers);
-    for (const name of ["fsmonitor", "filter", "include-fsmonitor", "uploadpack", "hook-post-checkout", "hook-reference-transaction"]) {
+    for (const name of [
+      "fsmonitor",
+      "filter",
+      "include-fsmonitor",
+      "uploadpack",
+      "hook-post-checkout",
+      "hook-reference-transaction",
+    ]) {
       expect(ran).toContain(name);
     }
   });

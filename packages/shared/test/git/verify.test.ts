@@ -10,7 +10,9 @@ import { busyWorktree, captureManifest } from "./round-trip";
 
 afterAll(cleanup);
 
-async function kindsAfter(change: (work: string, bare: string) => Promise<unknown>): Promise<DifferenceKind[]> {
+async function kindsAfter(
+  change: (work: string, bare: string) => Promise<unknown>,
+): Promise<DifferenceKind[]> {
   const { work, remote } = await busyWorktree(await tempDir());
   const manifest = await captureManifest(work);
   await change(work, remote.bare);
@@ -34,15 +36,21 @@ describe("verifyUnchanged", () => {
   });
 
   it("detects one byte changed in an already modified tracked file", async () => {
-    await expect(kindsAfter((w) => writeFile(path.join(w, "a.txt"), "a chanGed\n"))).resolves.toEqual(["tracked"]);
+    await expect(kindsAfter((w) => writeFile(path.join(w, "a.txt"), "a chanGed\n"))).resolves.toEqual([
+      "tracked",
+    ]);
   });
 
   it("detects a new untracked file", async () => {
-    await expect(kindsAfter((w) => writeFile(path.join(w, "another.txt"), "x"))).resolves.toEqual(["untracked"]);
+    await expect(kindsAfter((w) => writeFile(path.join(w, "another.txt"), "x"))).resolves.toEqual([
+      "untracked",
+    ]);
   });
 
   it("detects a byte changed in an untracked file", async () => {
-    await expect(kindsAfter((w) => writeFile(path.join(w, "new.txt"), "untrackeD\n"))).resolves.toEqual(["untracked"]);
+    await expect(kindsAfter((w) => writeFile(path.join(w, "new.txt"), "untrackeD\n"))).resolves.toEqual([
+      "untracked",
+    ]);
   });
 
   it("detects a new ignored file", async () => {
@@ -64,9 +72,9 @@ describe("verifyUnchanged", () => {
   });
 
   it("detects a moved remote-tracking ref", async () => {
-    await expect(kindsAfter((w) => git(w, ["update-ref", "refs/remotes/origin/main", "HEAD"]))).resolves.toEqual([
-      "remote_tracking",
-    ]);
+    await expect(
+      kindsAfter((w) => git(w, ["update-ref", "refs/remotes/origin/main", "HEAD"])),
+    ).resolves.toEqual(["remote_tracking"]);
   });
 
   it("detects a staged change (the index) and a new branch tip", async () => {
@@ -79,7 +87,10 @@ describe("verifyUnchanged", () => {
   it("reports a merge started after the capture as a refusal", async () => {
     const { work } = await busyWorktree(await tempDir());
     const manifest = await captureManifest(work);
-    await writeFile(path.join(work, ".git", "MERGE_HEAD"), `${(await git(work, ["rev-parse", "HEAD"])).trim()}\n`);
+    await writeFile(
+      path.join(work, ".git", "MERGE_HEAD"),
+      `${(await git(work, ["rev-parse", "HEAD"])).trim()}\n`,
+    );
     const result = await verifyUnchanged(work, manifest);
     expect(result).toEqual({
       unchanged: false,

@@ -45,12 +45,14 @@ export async function schedule(deps: ApiDeps, deadlines: DeadlineRequest[]): Pro
  */
 export function statusChangeRoute(definition: {
   url: string;
+  operationId: string;
   summary: string;
   change: (db: ApiDeps["db"], companyId: string, id: string, now: Date) => Promise<LedgerResult>;
 }) {
   return route({
     method: "POST",
     url: definition.url,
+    operationId: definition.operationId,
     summary: definition.summary,
     params: restorePointParams,
     responses: { 200: restorePointBody, 400: errorBody, 404: errorBody, 409: errorBody },

@@ -15,6 +15,7 @@ import { restorePointBody, restorePointParams } from "./schemas";
 export const activateRestorePointRoute = route({
   method: "POST",
   url: "/v1/companies/:companyId/restore-points/:id/activate",
+  operationId: "activateRestorePoint",
   summary: "Activate a restore point after Reclaim verified its stored object",
   params: restorePointParams,
   body: z.object({

@@ -8,6 +8,7 @@ import { restorePointBody, restorePointParams } from "./schemas";
 export const getRestorePointRoute = route({
   method: "GET",
   url: "/v1/companies/:companyId/restore-points/:id",
+  operationId: "getRestorePoint",
   summary: "Read one restore point",
   params: restorePointParams,
   responses: { 200: restorePointBody, 400: errorBody, 404: errorBody },

@@ -17,6 +17,7 @@ const statusList = storableString({ max: 500 })
 export const listRestorePointsRoute = route({
   method: "GET",
   url: "/v1/companies/:companyId/execution-workspaces/:workspaceId/restore-points",
+  operationId: "listRestorePoints",
   summary: "List a workspace's restore points, newest first",
   params: workspaceParams,
   query: z.object({

@@ -3,7 +3,13 @@
  * Answers 201 with the `pending` row, whose `id` and `storageKey` the capture seals into.
  * A pending row never activated within one hour is treated as abandoned and deleted.
  */
-import { boundedJson, Prisma, registerRestorePoint, RESTORE_POINT_KINDS, storableString } from "@reclaim/core";
+import {
+  boundedJson,
+  Prisma,
+  registerRestorePoint,
+  RESTORE_POINT_KINDS,
+  storableString,
+} from "@reclaim/core";
 import { z } from "zod";
 import { errorBody } from "../schemas";
 import { route } from "../route";
@@ -13,6 +19,7 @@ import { companyParams, restorePointBody } from "./schemas";
 export const registerRestorePointRoute = route({
   method: "POST",
   url: "/v1/companies/:companyId/restore-points",
+  operationId: "registerRestorePoint",
   summary: "Register a restore point (pending) and get the storage key to seal it into",
   params: companyParams,
   body: z.object({

@@ -9,6 +9,7 @@ import { statusChangeRoute } from "./access";
 
 export const requestRestorePointDeletionRoute = statusChangeRoute({
   url: "/v1/companies/:companyId/restore-points/:id/request-deletion",
+  operationId: "requestRestorePointDeletion",
   summary: "Request deletion of a restore point",
   change: requestRestorePointDeletion,
 });

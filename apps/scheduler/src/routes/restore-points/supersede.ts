@@ -8,6 +8,7 @@ import { statusChangeRoute } from "./access";
 
 export const supersedeRestorePointRoute = statusChangeRoute({
   url: "/v1/companies/:companyId/restore-points/:id/supersede",
+  operationId: "supersedeRestorePoint",
   summary: "Supersede an active restore point (its object is then deleted)",
   change: supersedeRestorePoint,
 });

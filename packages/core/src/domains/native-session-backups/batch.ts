@@ -4,8 +4,9 @@
  * limits, report ids, and the two moves every part makes: rename an entry aside or report
  * why not, and delete a retired tree and report it.
  */
+import path from "node:path";
 import { errnoCode } from "@reclaim/shared";
-import { entryKind, removeRetired, retire, RetireRefused, type RetiredPrefix } from "../../fs";
+import { PathRefused, removeRetired, retire, type ProvenDir, type RetiredPrefix } from "../../fs";
 import type { ReportEntry } from "../../ledger";
 import type { JobContext } from "../types";
 import {
@@ -23,6 +24,7 @@ import type { SessionSurvey } from "./survey";
 export type Ctx = JobContext<NativeSessionBackupsConfig>;
 
 export interface Prepared {
+  /** The sessions root as configured (report ids and retirement records are relative to it). */
   root: string;
   /** The session walk is due in this batch. */
   sessionsRan: boolean;
@@ -32,22 +34,36 @@ export interface Prepared {
   /** null when the evidence check is not due in this batch. */
   evidence: EvidenceEntry[] | null;
   evidenceMore: boolean;
-  emptyArchiveDirs: string[];
+  emptyArchiveDirs: ArchiveDir[];
+  /** Evidence folders (`continuity-breaks`, `quarantine`) refused by the walk: reported, kept. */
+  evidenceRefused: PathRefused[];
+}
+
+/** A session's `continuity-breaks` folder, to remove once empty. */
+export interface ArchiveDir {
+  /** Relative to the sessions root. */
+  rel: string;
+  /** The proven session directory it is in. */
+  session: ProvenDir;
 }
 
 export interface Deletion {
   rel: string;
-  path: string;
+  /** The proven folder the retired tree is in, and its name there. */
+  dir: ProvenDir;
+  name: string;
   companyId?: string | null;
   reason?: string;
   /** Evidence (or its leftover): a failed removal makes the evidence check due at the next sweep. */
   evidence?: boolean;
-  /** The `continuity-breaks` folder it was in (relative to the root), to remove once empty. */
-  archiveDir?: string;
+  /** The `continuity-breaks` folder it was in, to remove once empty. */
+  archiveDir?: ArchiveDir;
 }
 
 export interface Expiring {
   rel: string;
+  /** The proven `failover-backups` and the copy's `.retiring-*` name there. */
+  dir: ProvenDir;
   retiring: string;
   companyId: string;
 }
@@ -56,38 +72,56 @@ export interface Applied {
   root: string;
   expiring: Expiring[];
   deletions: Deletion[];
-  archiveDirs: string[];
+  archiveDirs: ArchiveDir[];
   clearedTaskSessions: number;
 }
 
 /** Moved or deleted since it was read: by another job, the executor, or the Paperclip server. */
 export const isGone = (error: unknown) =>
-  (error instanceof RetireRefused && error.reason === "missing") || errnoCode(error) === "ENOENT";
+  (error instanceof PathRefused && error.reason === "missing") || errnoCode(error) === "ENOENT";
+
+/** Reports a refused path (a link, not a directory, a folder swapped meanwhile) as kept, with its reason. */
+export function reportRefused(
+  ctx: Ctx,
+  id: string,
+  error: PathRefused,
+  extra: Partial<ReportEntry> = {},
+): void {
+  ctx.report.skip(id, error.reason === "identity_changed" ? "path_changed" : error.reason, extra);
+  if (error.reason === "path_changed" || error.reason === "identity_changed") ctx.retryLater();
+}
 
 /**
- * Renames an entry aside; null, with a skip in the report, when it cannot be: gone since it
- * was read (`vanished`), or refused (`symlink`, `not_a_directory`). Never fails the batch
- * for one entry; any other failure (I/O) is the batch's.
+ * Renames the entry `name` of `dir` aside; its retired name, or null, with a skip in the
+ * report, when it cannot be: gone since it was read (`vanished`), or refused (`symlink`,
+ * `not_a_directory`, `path_changed`). Never fails the batch for one entry; any other failure
+ * (I/O) is the batch's.
  */
 export async function retireOrSkip(
   ctx: Ctx,
-  target: string,
+  dir: ProvenDir,
+  name: string,
   prefix: RetiredPrefix,
   id: string,
   extra: Partial<ReportEntry> = {},
 ): Promise<string | null> {
   try {
-    return await retire(target, prefix);
+    return await retire(dir, name, prefix);
   } catch (error) {
     if (isGone(error)) ctx.report.note(id, "vanished", extra);
-    else if (error instanceof RetireRefused) ctx.report.skip(id, error.reason, extra);
+    else if (error instanceof PathRefused) reportRefused(ctx, id, error, extra);
     else throw error;
     return null;
   }
 }
 
 export const rel = (key: string) => `${SESSIONS_DIR}/${key}`;
+/** Report id of an absolute path below the sessions root. */
+export const relOf = (root: string, at: string) => rel(path.relative(root, at));
 export const copyRel = (session: string) => rel(`${session}/${BACKUPS_DIR}/${CURRENT}`);
+/** What a kept session's report entry names: its copy, or the level refused above it. */
+export const keptId = (root: string, session: SessionSurvey) =>
+  session.refused ? relOf(root, session.refused.at) : copyRel(session.name);
 
 /** Judged as apply will judge them, before any lock, to count only removable entries' bytes. */
 export const evidenceJudge = (ctx: Ctx, liveness: Liveness) => ({
@@ -141,8 +175,13 @@ export async function remove(ctx: Ctx, item: Deletion): Promise<boolean> {
   };
   let bytes: number | null;
   try {
-    bytes = (await entryKind(item.path)) === "missing" ? null : await removeRetired(item.path);
+    bytes = (await item.dir.lstatEntry(item.name)) === null ? null : await removeRetired(item.dir, item.name);
   } catch (error) {
+    if (error instanceof PathRefused && !isGone(error)) {
+      // A link carrying a retired name, or its folder swapped: never followed or removed.
+      reportRefused(ctx, item.rel, error, item.companyId !== undefined ? { companyId: item.companyId } : {});
+      return false;
+    }
     if (!isGone(error)) {
       ctx.report.failed(item.rel, "delete_failed", extra);
       if (item.evidence) ctx.deadlines.at("evidence", ctx.later(SWEEP_INTERVAL_MS));

@@ -25,28 +25,31 @@
  * (the session copies), leftovers.ts (an interrupted batch's `.retiring-*` / `.expired-*`),
  * evidence-expiry.ts (archives and quarantine entries); what they share is in batch.ts.
  */
-import { rmdir } from "node:fs/promises";
 import path from "node:path";
 import type { Tx } from "../../db";
-import { retire } from "../../fs";
+import { PathRefused, retire, type ProvenDir } from "../../fs";
 import { INSTANCE_SCOPE } from "../../ledger";
-import { Batch, evidenceJudge, isGone, remove, type Applied, type Ctx, type Prepared } from "./batch";
-import { LIMITS, SESSIONS_DIR, SWEEP_INTERVAL_MS } from "./config";
-import { expireSessions } from "./copies";
 import {
-  countEvidenceBytes,
-  isRealDirPath,
-  listEvidence,
-  surveyEvidence,
-  type EvidenceEntry,
-} from "./evidence";
+  Batch,
+  evidenceJudge,
+  isGone,
+  remove,
+  type Applied,
+  type ArchiveDir,
+  type Ctx,
+  type Prepared,
+} from "./batch";
+import { CONTINUITY_BREAKS_DIR, LIMITS, SESSIONS_DIR, SWEEP_INTERVAL_MS } from "./config";
+import { expireSessions } from "./copies";
+import { countEvidenceBytes, listEvidence, surveyEvidence, type EvidenceEntry } from "./evidence";
 import { expireEvidence } from "./evidence-expiry";
 import { forgetRetirements, readLiveness } from "./queries";
 import { judgeEvidence, livenessAt } from "./rules";
 import {
   entriesOf,
   listSessionNames,
-  readControlPlaneState,
+  sessionState,
+  sessionsTop,
   surveySession,
   type SessionSurvey,
 } from "./survey";
@@ -75,10 +78,10 @@ async function startsFresh(ctx: Ctx, walk: "sessions" | "evidence"): Promise<boo
   return ctx.claimed.some((c) => (walk === "sessions" ? SESSION_REASONS : EVIDENCE_REASONS).has(c.reason));
 }
 
-async function walkSessions(ctx: Ctx, root: string, names: string[], budget: number) {
+async function walkSessions(ctx: Ctx, top: ProvenDir | null, names: string[], budget: number) {
   const after = await ctx.readCursor("sessions");
-  if (after === null && !(await startsFresh(ctx, "sessions")))
-    return { ran: false, sessions: [], entries: 0, more: false };
+  if (top === null || (after === null && !(await startsFresh(ctx, "sessions"))))
+    return { ran: top !== null, sessions: [], entries: 0, more: false };
   const start = after === null ? 0 : names.findIndex((n) => n > after);
   const todo = start < 0 ? [] : names.slice(start);
   const sessions: SessionSurvey[] = [];
@@ -89,10 +92,10 @@ async function walkSessions(ctx: Ctx, root: string, names: string[], budget: num
     looked += 1;
     if (ctx.scope !== INSTANCE_SCOPE) {
       // A company's diagnosis: only the sessions its control-plane state assigns to it.
-      const state = await readControlPlaneState(path.join(root, name));
+      const state = await sessionState(top, name);
       if (state.status !== "ok" || state.state.companyId !== ctx.scope) continue;
     }
-    const session = await surveySession(root, name, ctx.signal);
+    const session = await surveySession(top, name, ctx.signal);
     // Its leftovers count toward the batch's entries too.
     entries += entriesOf(session);
     sessions.push(session);
@@ -109,13 +112,14 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
 
 async function survey(ctx: Ctx): Promise<Prepared> {
   const root = path.join(ctx.instanceRoot, SESSIONS_DIR);
+  const top = await sessionsTop(ctx.instanceRoot);
   const liveness = livenessAt(
     await readLiveness(ctx.db),
     ctx.startedAt,
     ctx.config.livenessMaxAgeSeconds * 1000,
   );
-  const names = await listSessionNames(root);
-  const walked = await walkSessions(ctx, root, names, LIMITS.entriesPerBatch);
+  const names = await listSessionNames(top);
+  const walked = await walkSessions(ctx, top, names, LIMITS.entriesPerBatch);
   const prepared: Prepared = {
     root,
     sessionsRan: walked.ran,
@@ -125,13 +129,18 @@ async function survey(ctx: Ctx): Promise<Prepared> {
     evidence: null,
     evidenceMore: false,
     emptyArchiveDirs: [],
+    evidenceRefused: [],
   };
   // Sessions skipped by a company filter still moved the walk: remember where it stopped.
   if (walked.more && walked.sessions.length === 0 && walked.lastLooked)
     await ctx.writeCursor("sessions", walked.lastLooked);
 
   const evidenceAfter = await ctx.readCursor("evidence");
-  if (ctx.scope !== INSTANCE_SCOPE || (evidenceAfter === null && !(await startsFresh(ctx, "evidence"))))
+  if (
+    top === null ||
+    ctx.scope !== INSTANCE_SCOPE ||
+    (evidenceAfter === null && !(await startsFresh(ctx, "evidence")))
+  )
     return prepared;
   const room = LIMITS.entriesPerBatch - walked.entries;
   if (room <= 0 || ctx.signal.aborted) {
@@ -139,12 +148,12 @@ async function survey(ctx: Ctx): Promise<Prepared> {
     ctx.continueNow();
     return prepared;
   }
-  const listing = await listEvidence(root, names, evidenceAfter, room);
+  const listing = await listEvidence(top, names, evidenceAfter, room);
   const evidence: EvidenceEntry[] = [];
   const judge = evidenceJudge(ctx, liveness);
   for (const key of listing.keys) {
     if (ctx.signal.aborted) break;
-    const entry = await surveyEvidence(root, key);
+    const entry = await surveyEvidence(listing, key);
     const verdict = judgeEvidence(entry, judge);
     // Byte counting stays outside the lock, and only for what is going to be removed.
     evidence.push(verdict.remove && !verdict.leftover ? await countEvidenceBytes(entry, ctx.signal) : entry);
@@ -152,6 +161,7 @@ async function survey(ctx: Ctx): Promise<Prepared> {
   prepared.evidence = evidence;
   prepared.evidenceMore = listing.more || evidence.length < listing.keys.length;
   prepared.emptyArchiveDirs = listing.emptyArchiveDirs;
+  prepared.evidenceRefused = listing.refused;
   return prepared;
 }
 
@@ -196,7 +206,7 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
     await ctx.faults.hit("native-session-backups.before-expired-rename");
     let expired: string;
     try {
-      expired = await retire(item.retiring, ".expired");
+      expired = await retire(item.dir, item.retiring, ".expired");
     } catch (error) {
       if (isGone(error)) {
         // A concurrent instance sweep restored it after this job committed (README: the
@@ -209,20 +219,23 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
       }
       continue;
     }
-    await forgetRetirements(ctx.db, [path.relative(applied.root, item.retiring)]).catch(() => undefined);
+    await forgetRetirements(ctx.db, [path.relative(applied.root, item.dir.join(item.retiring))]).catch(
+      () => undefined,
+    );
     // Outside any error handling: a crash here leaves `.expired-*` for the next batch.
     await ctx.faults.hit("native-session-backups.after-expired-rename");
-    await remove(ctx, { rel: item.rel, path: expired, companyId: item.companyId });
+    await remove(ctx, { rel: item.rel, dir: item.dir, name: expired, companyId: item.companyId });
   }
-  const archiveDirs = new Set(applied.archiveDirs);
+  const archiveDirs = new Map<string, ArchiveDir>(applied.archiveDirs.map((a) => [a.rel, a]));
   for (const item of applied.deletions) {
-    if ((await remove(ctx, item)) && item.archiveDir) archiveDirs.add(item.archiveDir);
+    if ((await remove(ctx, item)) && item.archiveDir) archiveDirs.set(item.archiveDir.rel, item.archiveDir);
   }
-  for (const dir of archiveDirs) {
-    // Only an empty folder of a real session directory goes; anything written into it
-    // meanwhile keeps it.
-    if (await isRealDirPath(applied.root, dir))
-      await rmdir(path.join(applied.root, dir)).catch(() => undefined);
+  for (const { session } of archiveDirs.values()) {
+    // Only an empty folder of the proven session directory goes (rmdir never follows a link);
+    // anything written into it meanwhile keeps it.
+    await session.removeEmptyDir(CONTINUITY_BREAKS_DIR).catch((error: unknown) => {
+      if (!(error instanceof PathRefused)) throw error;
+    });
   }
   if (ctx.report.candidates > 0 || ctx.report.removed > 0) {
     ctx.log.info("native session backups", {

@@ -80,3 +80,5 @@ export const CONTINUITY_BREAKS_DIR = "continuity-breaks";
 export const QUARANTINE_DIR = "quarantine";
 /** Larger control-plane state is not read: the sweep cannot identify the session's runs. */
 export const MAX_CONTROL_PLANE_STATE_BYTES = 4 * 1024 * 1024;
+/** A copy's `manifest.json` larger than this is not read (its completedAt then says nothing). */
+export const MAX_COPY_MANIFEST_BYTES = 1024 * 1024;

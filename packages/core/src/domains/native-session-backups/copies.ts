@@ -7,9 +7,9 @@
  */
 import path from "node:path";
 import type { Tx } from "../../db";
-import { retire, RetireRefused, unretire } from "../../fs";
-import { Batch, companyOf, copyRel, isGone, type Prepared } from "./batch";
-import { BACKUPS_DIR, CURRENT } from "./config";
+import { PathRefused, retire, unretire } from "../../fs";
+import { Batch, companyOf, copyRel, isGone, keptId, reportRefused, type Prepared } from "./batch";
+import { CURRENT } from "./config";
 import { finishLeftovers } from "./leftovers";
 import { unavailableRules } from "../sources";
 import {
@@ -52,7 +52,7 @@ export async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): 
     handled += 1;
     if (verdict === null) continue;
     if (!verdict.expire) {
-      ctx.report.skip(copyRel(session.name), verdict.reason, {
+      ctx.report.skip(keptId(prepared.root, session), verdict.reason, {
         companyId: companyOf(session),
         bytes: session.current?.allocatedBytes ?? 0,
       });
@@ -75,7 +75,7 @@ export async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): 
     tentative.map((s) => facts.get(s.name)!),
   );
   const locked = await sessionFacts(tx, inputs(tentative));
-  const retiring: { session: SessionSurvey; path: string; facts: SessionFacts }[] = [];
+  const retiring: { session: SessionSurvey; name: string; facts: SessionFacts }[] = [];
   for (const session of tentative) {
     const id = copyRel(session.name);
     const companyId = companyOf(session);
@@ -86,18 +86,19 @@ export async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): 
       continue;
     }
     try {
-      const to = await retire(session.current!.path, ".retiring", session.current!.identity ?? undefined);
-      retiring.push({ session, path: to, facts: now });
+      const to = await retire(session.backups!, CURRENT, ".retiring", session.current!.identity ?? undefined);
+      retiring.push({ session, name: to, facts: now });
     } catch (error) {
       if (isGone(error)) {
         ctx.report.note(id, "vanished", { companyId });
         continue;
       }
-      if (!(error instanceof RetireRefused)) {
+      if (!(error instanceof PathRefused)) {
         await undo(retiring);
         throw error;
       }
-      ctx.report.skip(id, error.reason === "identity_changed" ? "copy_changed" : error.reason, { companyId });
+      if (error.reason === "identity_changed") ctx.report.skip(id, "copy_changed", { companyId });
+      else reportRefused(ctx, id, error, { companyId });
       continue;
     }
     // A crash here leaves `.retiring-*` with no `current`: the next batch restores it.
@@ -128,22 +129,25 @@ export async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): 
       continue;
     }
     ctx.report.candidate(id, session.current!.allocatedBytes, { companyId });
-    batch.applied.expiring.push({ rel: id, retiring: item.path, companyId });
+    batch.applied.expiring.push({ rel: id, dir: session.backups!, retiring: item.name, companyId });
     taskSessions.push(...now.task_session_ids);
   }
   // Committed with the task sessions' deletion, or not at all: a later batch restores only
   // a `.retiring-*` without this record.
   await confirmRetirements(
     tx,
-    batch.applied.expiring.map((e) => ({ path: path.relative(batch.applied.root, e.retiring), companyId: e.companyId })),
+    batch.applied.expiring.map((e) => ({
+      path: path.relative(batch.applied.root, e.dir.join(e.retiring)),
+      companyId: e.companyId,
+    })),
   );
   batch.applied.clearedTaskSessions = (await deleteTaskSessions(tx, taskSessions)).length;
   return handled;
 }
 
-async function undo(items: { session: SessionSurvey; path: string }[]): Promise<void> {
+async function undo(items: { session: SessionSurvey; name: string }[]): Promise<void> {
   for (const item of items) {
     // A `current` written meanwhile wins; this copy is then dropped by a later batch.
-    await unretire(item.path, path.join(item.session.path, BACKUPS_DIR, CURRENT)).catch(() => false);
+    await unretire(item.session.backups!, item.name, CURRENT).catch(() => false);
   }
 }

@@ -4,10 +4,9 @@
  * the folders above them are checked again to be real directories; the oldest kept entry says
  * when the evidence check is due next.
  */
-import path from "node:path";
-import { Batch, evidenceJudge, rel, retireOrSkip, type Prepared } from "./batch";
-import { CONTINUITY_BREAKS_DIR, SWEEP_INTERVAL_MS } from "./config";
-import { isRealDirPath } from "./evidence";
+import { PathRefused } from "../../fs";
+import { Batch, evidenceJudge, rel, relOf, reportRefused, retireOrSkip, type Prepared } from "./batch";
+import { SWEEP_INTERVAL_MS } from "./config";
 import { judgeEvidence } from "./rules";
 
 export async function expireEvidence(batch: Batch, prepared: Prepared): Promise<number> {
@@ -16,13 +15,15 @@ export async function expireEvidence(batch: Batch, prepared: Prepared): Promise<
   let handled = 0;
   let nextDue: Date | null = null;
   let again = false;
+  // Folders that are links: never walked; everything in them stays.
+  for (const refused of prepared.evidenceRefused)
+    reportRefused(ctx, relOf(prepared.root, refused.at), refused);
   for (const entry of prepared.evidence ?? []) {
     if (ctx.signal.aborted || batch.full) break;
     handled += 1;
     batch.examine();
     const id = rel(entry.key);
-    const folder = path.dirname(entry.key);
-    const archiveDir = entry.key.split("/")[1] === CONTINUITY_BREAKS_DIR ? folder : undefined;
+    const archiveDir = entry.archiveDir;
     const verdict = judgeEvidence(entry, judge);
     if (!verdict.remove) {
       // Gone since it was listed: noted, not a skip (nothing is kept).
@@ -34,15 +35,19 @@ export async function expireEvidence(batch: Batch, prepared: Prepared): Promise<
     }
     // The folders above it were real directories when listed; one replaced by a symlink
     // since would take the rename or the delete into the link's target.
-    if (!(await isRealDirPath(prepared.root, folder))) {
-      ctx.report.skip(id, "symlink");
+    try {
+      await entry.dir.recheck();
+    } catch (error) {
+      if (!(error instanceof PathRefused)) throw error;
+      reportRefused(ctx, id, error);
       continue;
     }
     if (verdict.leftover) {
       if (!ctx.dryRun)
         batch.delete({
           rel: id,
-          path: entry.path,
+          dir: entry.dir,
+          name: entry.entryName,
           reason: "interrupted_deletion",
           evidence: true,
           archiveDir,
@@ -53,10 +58,16 @@ export async function expireEvidence(batch: Batch, prepared: Prepared): Promise<
       ctx.report.candidate(id, entry.allocatedBytes);
       continue;
     }
-    const to = await retireOrSkip(ctx, entry.path, ".expired", id);
+    const to = await retireOrSkip(ctx, entry.dir, entry.entryName, ".expired", id);
     if (to === null) continue;
     ctx.report.candidate(id, entry.allocatedBytes);
-    batch.delete({ rel: id, path: to, evidence: true, archiveDir });
+    batch.delete({
+      rel: id,
+      dir: entry.dir,
+      name: to,
+      evidence: true,
+      ...(archiveDir ? { archiveDir } : {}),
+    });
     await ctx.faults.hit("native-session-backups.after-evidence-rename");
   }
   // Nothing polls: the oldest retained entry says when to look again; a busy session or

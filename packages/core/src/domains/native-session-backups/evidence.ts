@@ -1,17 +1,25 @@
 /**
  * The evidence native sessions leave under the sessions root, read from the filesystem
  * only (this part never queries the database), never through a symlink: a session
- * directory, `continuity-breaks` or `quarantine` that is a link is not walked at all, and
- * the directories above an entry are checked again right before it is renamed.
+ * directory, `continuity-breaks` or `quarantine` is proven a real directory before it is
+ * listed (fs/proven-dir.ts; one that is a link is refused and reported, never walked), and the
+ * folders above an entry are checked again right before it is renamed.
  *   <session>/continuity-breaks/<epoch ms>-<UUID>/           nothing reads these again
  *   quarantine/<session>.<reason>.<epoch ms>.<pid>.<UUID>/   recovery and failed-run retry consult these
  *   quarantine/<session>.identity_indeterminate.cleanup.<UUID>  native cleanup's, referenced from recovery history: kept
  * plus `.expired-<UUID>` leftovers of interrupted deletions in either folder.
  */
-import { lstat } from "node:fs/promises";
-import path from "node:path";
 import { errnoCode } from "@reclaim/shared";
-import { entryKind, names, retiredPrefixOf, treeStats, UUID_PATTERN, type EntryKind } from "../../fs";
+import {
+  kindOf,
+  PathRefused,
+  retiredPrefixOf,
+  treeStats,
+  UUID_PATTERN,
+  type EntryKind,
+  type ProvenDir,
+} from "../../fs";
+import type { ArchiveDir } from "./batch";
 import { CONTINUITY_BREAKS_DIR, QUARANTINE_DIR } from "./config";
 
 const ARCHIVE = new RegExp(`^(\\d+)-${UUID_PATTERN}$`);
@@ -48,6 +56,11 @@ export interface EvidenceEntry {
   /** Relative to the sessions root; the walk's cursor key. */
   key: string;
   path: string;
+  /** The proven folder it is in, and its name there. */
+  dir: ProvenDir;
+  entryName: string;
+  /** For an archive: its `continuity-breaks` folder, removed once empty. */
+  archiveDir?: ArchiveDir;
   name: EvidenceName;
   kind: EntryKind;
   mtimeMs: number;
@@ -55,32 +68,32 @@ export interface EvidenceEntry {
   allocatedBytes: number;
 }
 
-/** The names in a real directory; null when `dir` is not one (absent, a symlink, a file). */
-async function namesOfRealDir(dir: string): Promise<string[] | null> {
-  return (await entryKind(dir)) === "directory" ? names(dir) : null;
-}
-
-/**
- * Whether `rel` (relative to `root`) is a real directory and so is every directory on the
- * way to it: lstat checks only the last component of a path, so a symlinked session
- * directory would otherwise lead a walk, a rename or an rmdir into the link's target.
- */
-export async function isRealDirPath(root: string, rel: string): Promise<boolean> {
-  let at = root;
-  for (const part of rel.split("/")) {
-    at = path.join(at, part);
-    if ((await entryKind(at)) !== "directory") return false;
-  }
-  return true;
-}
-
 export interface EvidenceListing {
   /** Up to `limit` entry keys after the cursor, in walk order. */
   keys: string[];
   /** Entries beyond these. */
   more: boolean;
-  /** `<session>/continuity-breaks` folders walked that are already empty (relative to the root). */
-  emptyArchiveDirs: string[];
+  /** `<session>/continuity-breaks` folders walked that are already empty. */
+  emptyArchiveDirs: ArchiveDir[];
+  /** The proven folders the keys are in, by folder key (`<session>/continuity-breaks`, `quarantine`). */
+  folders: Map<string, { dir: ProvenDir; archiveDir?: ArchiveDir }>;
+  /** Folders that are links (or not directories): never walked, reported. */
+  refused: PathRefused[];
+}
+
+/** `name` of `parent`, proven; null when absent, or refused (recorded in `listing`). */
+async function folderOf(
+  listing: EvidenceListing,
+  parent: ProvenDir,
+  name: string,
+): Promise<ProvenDir | null> {
+  try {
+    return await parent.child(name);
+  } catch (error) {
+    if (!(error instanceof PathRefused)) throw error;
+    listing.refused.push(error);
+    return null;
+  }
 }
 
 /**
@@ -90,12 +103,18 @@ export interface EvidenceListing {
  * costs what it lists, not the whole tree.
  */
 export async function listEvidence(
-  root: string,
+  top: ProvenDir,
   sessions: string[],
   after: string | null,
   limit: number,
 ): Promise<EvidenceListing> {
-  const listing: EvidenceListing = { keys: [], more: false, emptyArchiveDirs: [] };
+  const listing: EvidenceListing = {
+    keys: [],
+    more: false,
+    emptyArchiveDirs: [],
+    folders: new Map(),
+    refused: [],
+  };
   // Where the cursor is: in a session's archives, or (`quarantine/...`) in quarantine.
   const cut = after?.lastIndexOf("/") ?? -1;
   const afterFolder = cut < 0 ? "" : after!.slice(0, cut);
@@ -116,47 +135,66 @@ export async function listEvidence(
   };
   for (const session of inQuarantine ? [] : sessions) {
     if (session < afterSession) continue;
-    // A symlinked session directory is never walked: what it points at is not this session's.
-    if (!(await isRealDirPath(root, session))) continue;
+    // A symlinked session directory is never walked (the session walk reports it).
+    let dir: ProvenDir | null;
+    try {
+      dir = await top.child(session);
+    } catch (error) {
+      if (error instanceof PathRefused) continue;
+      throw error;
+    }
+    if (dir === null) continue;
+    const archives = await folderOf(listing, dir, CONTINUITY_BREAKS_DIR);
+    if (archives === null) continue;
     const folder = `${session}/${CONTINUITY_BREAKS_DIR}`;
-    const found = await namesOfRealDir(path.join(root, folder));
-    if (found === null) continue;
-    if (found.length === 0) listing.emptyArchiveDirs.push(folder);
+    const archiveDir = { rel: folder, session: dir };
+    const found = (await archives.list()).map((entry) => entry.name);
+    listing.folders.set(folder, { dir: archives, archiveDir });
+    if (found.length === 0) listing.emptyArchiveDirs.push(archiveDir);
     if (!add(folder, found)) return listing;
   }
-  add(QUARANTINE_DIR, (await namesOfRealDir(path.join(root, QUARANTINE_DIR))) ?? []);
+  const quarantine = await folderOf(listing, top, QUARANTINE_DIR);
+  if (quarantine !== null) {
+    listing.folders.set(QUARANTINE_DIR, { dir: quarantine });
+    add(
+      QUARANTINE_DIR,
+      (await quarantine.list()).map((entry) => entry.name),
+    );
+  }
   return listing;
 }
 
-export async function surveyEvidence(root: string, key: string): Promise<EvidenceEntry> {
-  const parts = key.split("/");
-  const name = parts.at(-1)!;
-  const full = path.join(root, key);
+export async function surveyEvidence(listing: EvidenceListing, key: string): Promise<EvidenceEntry> {
+  const cut = key.lastIndexOf("/");
+  const folder = key.slice(0, cut);
+  const entryName = key.slice(cut + 1);
+  const { dir, archiveDir } = listing.folders.get(folder)!;
   const parsed =
-    parts[0] === QUARANTINE_DIR && parts.length === 2
-      ? parseEvidenceName("quarantine", name)
-      : parseEvidenceName("continuity_break", name, parts[0]);
-  try {
-    const stat = await lstat(full);
-    const kind: EntryKind = stat.isSymbolicLink()
-      ? "symlink"
-      : stat.isDirectory()
-        ? "directory"
-        : stat.isFile()
-          ? "file"
-          : "other";
-    return { key, path: full, name: parsed, kind, mtimeMs: stat.mtimeMs, allocatedBytes: 0 };
-  } catch (error) {
-    // Gone since it was listed (another job, the executor): reported as `vanished`.
-    if (errnoCode(error) !== "ENOENT") throw error;
-    return { key, path: full, name: parsed, kind: "missing", mtimeMs: 0, allocatedBytes: 0 };
-  }
+    folder === QUARANTINE_DIR
+      ? parseEvidenceName("quarantine", entryName)
+      : parseEvidenceName("continuity_break", entryName, folder.split("/")[0]);
+  const info = await dir.lstatEntry(entryName);
+  // Gone since it was listed (another job, the executor): reported as `vanished`.
+  return {
+    key,
+    path: dir.join(entryName),
+    dir,
+    entryName,
+    ...(archiveDir ? { archiveDir } : {}),
+    name: parsed,
+    kind: kindOf(info),
+    mtimeMs: info?.mtimeMs ?? 0,
+    allocatedBytes: 0,
+  };
 }
 
 /** The entry with its allocated bytes, or `missing` when it vanished while they were counted. */
 export async function countEvidenceBytes(entry: EvidenceEntry, signal?: AbortSignal): Promise<EvidenceEntry> {
   try {
-    return { ...entry, allocatedBytes: (await treeStats(entry.path, signal)).allocatedBytes };
+    const bytes = (await treeStats(entry.path, signal)).allocatedBytes;
+    // Counted below the folder by path: it must still be the folder proven.
+    await entry.dir.confirm();
+    return { ...entry, allocatedBytes: bytes };
   } catch (error) {
     if (errnoCode(error) !== "ENOENT") throw error;
     return { ...entry, kind: "missing" };

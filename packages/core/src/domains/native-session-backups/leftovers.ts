@@ -5,7 +5,7 @@
  */
 import path from "node:path";
 import type { Tx } from "../../db";
-import { unretire } from "../../fs";
+import { unretire, type ProvenDir } from "../../fs";
 import { Batch, companyOf, copyRel, isGone, rel, retireOrSkip } from "./batch";
 import { BACKUPS_DIR, CURRENT } from "./config";
 import { confirmedRetirements, forgetRetirements } from "./queries";
@@ -16,14 +16,15 @@ import { listBackups, surveyCopy, type SessionSurvey } from "./survey";
  * written (its newest entry, or its manifest's completedAt), not the first by name (a random
  * UUID). Only a real directory is restored; null when there is none.
  */
-async function newestCopy(retiring: string[]): Promise<string | null> {
-  let newest: { path: string; writtenAtMs: number } | null = null;
-  for (const candidate of retiring) {
-    const copy = await surveyCopy(candidate);
+async function newestCopy(backups: ProvenDir, retiring: string[]): Promise<string | null> {
+  let newest: { name: string; writtenAtMs: number } | null = null;
+  for (const name of retiring) {
+    const copy = await surveyCopy(backups, name);
     if (copy?.kind !== "directory") continue;
-    if (newest === null || copy.writtenAtMs > newest.writtenAtMs) newest = copy;
+    if (newest === null || copy.writtenAtMs > newest.writtenAtMs)
+      newest = { name, writtenAtMs: copy.writtenAtMs };
   }
-  return newest?.path ?? null;
+  return newest?.name ?? null;
 }
 
 /**
@@ -42,22 +43,23 @@ export async function finishLeftovers(
   session: SessionSurvey,
 ): Promise<"judge" | "wait" | "unfinished"> {
   const { ctx } = batch;
-  if (ctx.dryRun || session.kind !== "directory") return "judge";
+  const dir = session.backups;
+  if (ctx.dryRun || dir === null) return "judge";
   // Read again under the lock: another job may have finished, restored or dropped what the
   // survey saw (its finish runs after its commit, outside the lock).
-  const backups = await listBackups(session.path);
+  const backups = await listBackups(dir);
   const companyId = companyOf(session);
-  const leftover = (p: string) => rel(`${session.name}/${BACKUPS_DIR}/${path.basename(p)}`);
+  const leftover = (name: string) => rel(`${session.name}/${BACKUPS_DIR}/${name}`);
   for (const expired of backups.expired) {
     if (batch.full) return "unfinished";
     batch.examine();
-    batch.delete({ rel: leftover(expired), path: expired, companyId, reason: "interrupted_deletion" });
+    batch.delete({ rel: leftover(expired), dir, name: expired, companyId, reason: "interrupted_deletion" });
   }
-  const confirmed = await finishConfirmed(batch, tx, backups.retiring, leftover, companyId);
+  const confirmed = await finishConfirmed(batch, tx, dir, backups.retiring, leftover, companyId);
   if (confirmed === "unfinished") return "unfinished";
   const unconfirmed = backups.retiring.filter((p) => !confirmed.has(p));
   let superseded = unconfirmed;
-  const restore = backups.current ? null : await newestCopy(unconfirmed);
+  const restore = backups.current ? null : await newestCopy(dir, unconfirmed);
   if (restore !== null) {
     // Never confirmed (its transaction did not commit): the newest such copy goes back, the
     // others are superseded by it, and a later batch decides from what is there.
@@ -66,7 +68,7 @@ export async function finishLeftovers(
     await ctx.faults.hit("native-session-backups.before-leftover-rename");
     let restored: boolean;
     try {
-      restored = await unretire(restore, path.join(session.path, BACKUPS_DIR, CURRENT));
+      restored = await unretire(dir, restore, CURRENT);
     } catch (error) {
       if (!isGone(error)) throw error;
       // Another job moved it first: none of the others is dropped (one may be the only copy).
@@ -88,10 +90,10 @@ export async function finishLeftovers(
     batch.examine();
     const id = leftover(stale);
     await ctx.faults.hit("native-session-backups.before-leftover-rename");
-    const to = await retireOrSkip(ctx, stale, ".expired", id, { companyId });
+    const to = await retireOrSkip(ctx, dir, stale, ".expired", id, { companyId });
     if (to === null) continue;
     await ctx.faults.hit("native-session-backups.after-superseded-rename");
-    batch.delete({ rel: id, path: to, companyId, reason: "superseded_by_newer_copy" });
+    batch.delete({ rel: id, dir, name: to, companyId, reason: "superseded_by_newer_copy" });
   }
   return restore === null ? "judge" : "wait";
 }
@@ -104,22 +106,23 @@ export async function finishLeftovers(
 async function finishConfirmed(
   batch: Batch,
   tx: Tx,
+  dir: ProvenDir,
   retiring: string[],
-  leftover: (p: string) => string,
+  leftover: (name: string) => string,
   companyId: string | null,
 ): Promise<Set<string> | "unfinished"> {
   const { ctx } = batch;
-  const relative = (p: string) => path.relative(batch.applied.root, p);
+  const relative = (name: string) => path.relative(batch.applied.root, dir.join(name));
   const recorded = await confirmedRetirements(tx, retiring.map(relative));
   const confirmed = new Set(retiring.filter((p) => recorded.has(relative(p))));
   for (const copy of confirmed) {
     if (batch.full) return "unfinished";
     batch.examine();
     const id = leftover(copy);
-    const to = await retireOrSkip(ctx, copy, ".expired", id, { companyId });
+    const to = await retireOrSkip(ctx, dir, copy, ".expired", id, { companyId });
     await forgetRetirements(tx, [relative(copy)]);
     if (to === null) continue;
-    batch.delete({ rel: id, path: to, companyId, reason: "confirmed_copy_interrupted" });
+    batch.delete({ rel: id, dir, name: to, companyId, reason: "confirmed_copy_interrupted" });
   }
   return confirmed;
 }

@@ -62,6 +62,7 @@ export interface SessionFacts {
 export type SessionKeepReason =
   | "symlink"
   | "not_a_directory"
+  | "path_changed"
   | "no_backup_copy"
   | "liveness_unknown"
   | "session_live"
@@ -70,6 +71,7 @@ export type SessionKeepReason =
   | "control_plane_state_unreadable"
   | "control_plane_state_too_large"
   | "copy_written_within_window"
+  | "copy_manifest_unreadable"
   | "run_unfinished"
   | "issue_open"
   | "issue_closed_within_window"
@@ -101,10 +103,16 @@ export interface Judge {
 /** What a session's directory says, before any row is read (null: go on to the rows). */
 function filesystemVerdict(session: SessionSurvey, judge: Judge): SessionVerdict | null {
   const keep = (reason: SessionKeepReason): SessionVerdict => ({ expire: false, reason });
+  // A level refused on the way (the session directory or `failover-backups`): kept, with why.
+  if (session.refused) {
+    const reason = session.refused.reason;
+    return keep(reason === "symlink" || reason === "not_a_directory" ? reason : "path_changed");
+  }
   if (session.kind === "symlink" || session.current?.kind === "symlink") return keep("symlink");
   if (session.kind !== "directory") return keep("not_a_directory");
   if (session.current === null) return keep("no_backup_copy");
   if (session.current.kind !== "directory") return keep("not_a_directory");
+  if (session.current.manifest === "unreadable") return keep("copy_manifest_unreadable");
   if (!judge.liveness.known) return keep("liveness_unknown");
   const live = judge.liveness.live.get(session.name);
   // Before `session_live`: a live session with a pending cleanup reports the cleanup.

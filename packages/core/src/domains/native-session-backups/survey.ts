@@ -4,15 +4,18 @@
  * symlink), its `failover-backups/` (the `current` copy with identity, allocated bytes and
  * when it was written; `.retiring-*` and `.expired-*` leftovers) and whether a cleanup
  * activation is pending in it. Nothing else in a session directory is read.
+ *
+ * The sessions root is taken as configured; the session directory and `failover-backups` are
+ * proven real directories before anything in them is read (fs/proven-dir.ts). A level that is
+ * a link is the session's `refused` level: reported with its reason, everything below it kept.
  */
-import { lstat, readFile } from "node:fs/promises";
 import path from "node:path";
 import { errnoCode } from "@reclaim/shared";
 import { z } from "zod";
 import {
-  entryKind,
-  identityOf,
-  names,
+  kindOf,
+  PathRefused,
+  ProvenDir,
   retiredPrefixOf,
   treeStats,
   type EntryKind,
@@ -24,7 +27,9 @@ import {
   CONTROL_PLANE_STATE,
   CURRENT,
   MAX_CONTROL_PLANE_STATE_BYTES,
+  MAX_COPY_MANIFEST_BYTES,
   QUARANTINE_DIR,
+  SESSIONS_DIR,
 } from "./config";
 
 /**
@@ -51,75 +56,109 @@ export interface CopySurvey {
   allocatedBytes: number;
   /** When the copy was last written: its newest entry, or its manifest's completedAt if later. */
   writtenAtMs: number;
+  /**
+   * Its `manifest.json`: absent (older copies: the entries' times alone say when it was
+   * written), or there but not readable safely (a link, not a file, over 1 MiB): the copy is
+   * then kept, since when it was written cannot be known.
+   */
+  manifest: "ok" | "absent" | "unreadable";
 }
 
 export interface SessionSurvey {
   name: string;
   path: string;
   kind: EntryKind;
+  /** The proven session directory and its `failover-backups` (null: not there, or refused). */
+  dir: ProvenDir | null;
+  backups: ProvenDir | null;
+  /** The level that was refused (the session directory or `failover-backups`), if any. */
+  refused: PathRefused | null;
   state: StateRead;
   /** `failover-backups/current`, or null when there is none. */
   current: CopySurvey | null;
-  /** Absolute paths of `failover-backups/.retiring-*` and `.expired-*`. */
+  /** Names of `failover-backups/.retiring-*` and `.expired-*` (links among them included). */
   retiring: string[];
   expired: string[];
   cleanupActivation: boolean;
 }
 
-/** Session directory names (sorted); `quarantine` and dot-names are not sessions. */
-export async function listSessionNames(root: string): Promise<string[]> {
-  return (await names(root)).filter((n) => n !== QUARANTINE_DIR && !n.startsWith(".")).sort();
+/** The configured top folder, `<instance>/runtime/paperclip-runner/durable-sessions`. */
+export function sessionsTop(instanceRoot: string): Promise<ProvenDir | null> {
+  return ProvenDir.top(path.join(instanceRoot, SESSIONS_DIR));
 }
 
-export async function readControlPlaneState(sessionDir: string): Promise<StateRead> {
-  const file = path.join(sessionDir, CONTROL_PLANE_STATE);
-  let stat;
+/** Session directory names (sorted); `quarantine` and dot-names are not sessions. */
+export async function listSessionNames(top: ProvenDir | null): Promise<string[]> {
+  return ((await top?.list()) ?? [])
+    .map((entry) => entry.name)
+    .filter((n) => n !== QUARANTINE_DIR && !n.startsWith("."))
+    .sort();
+}
+
+/** The control-plane state, read without following a link and only up to 4 MB. */
+export async function readControlPlaneState(session: ProvenDir): Promise<StateRead> {
+  let read;
   try {
-    stat = await lstat(file);
-  } catch (error) {
-    if (errnoCode(error) === "ENOENT") return { status: "missing" };
+    read = await session.readFile(CONTROL_PLANE_STATE, MAX_CONTROL_PLANE_STATE_BYTES);
+  } catch {
     return { status: "unreadable" };
   }
-  if (!stat.isFile()) return { status: "unreadable" };
-  if (stat.size > MAX_CONTROL_PLANE_STATE_BYTES) return { status: "too_large" };
+  if (read.status === "missing" || read.status === "too_large") return { status: read.status };
+  if (read.status !== "ok") return { status: "unreadable" };
   try {
-    const parsed = controlPlaneState.safeParse(JSON.parse(await readFile(file, "utf8")));
+    const parsed = controlPlaneState.safeParse(JSON.parse(read.data.toString("utf8")));
     return parsed.success ? { status: "ok", state: parsed.data } : { status: "unreadable" };
   } catch {
     return { status: "unreadable" };
   }
 }
 
-async function manifestCompletedAtMs(copy: string): Promise<number> {
+/** The copy's manifest and its `completedAt` (0 when it has none, or not a date). */
+async function readManifest(
+  copy: ProvenDir,
+): Promise<{ manifest: CopySurvey["manifest"]; completedAtMs: number }> {
+  const read = await copy.readFile("manifest.json", MAX_COPY_MANIFEST_BYTES);
+  if (read.status === "missing") return { manifest: "absent", completedAtMs: 0 };
+  if (read.status !== "ok") return { manifest: "unreadable", completedAtMs: 0 };
   try {
-    const file = path.join(copy, "manifest.json");
-    if (!(await lstat(file)).isFile()) return 0;
-    const at = Date.parse(
-      (JSON.parse(await readFile(file, "utf8")) as { completedAt?: unknown }).completedAt as string,
-    );
-    return Number.isFinite(at) ? at : 0;
+    const parsed = JSON.parse(read.data.toString("utf8")) as { completedAt?: unknown } | null;
+    const at = Date.parse(parsed?.completedAt as string);
+    return { manifest: "ok", completedAtMs: Number.isFinite(at) ? at : 0 };
   } catch {
-    return 0;
+    return { manifest: "ok", completedAtMs: 0 };
   }
 }
 
-export async function surveyCopy(copy: string, signal?: AbortSignal): Promise<CopySurvey | null> {
-  const kind = await entryKind(copy);
+/** The copy `name` in the proven `failover-backups` (null when it is not there). */
+export async function surveyCopy(
+  backups: ProvenDir,
+  name: string,
+  signal?: AbortSignal,
+): Promise<CopySurvey | null> {
+  const at = backups.join(name);
+  const info = await backups.lstatEntry(name);
+  const kind = kindOf(info);
   if (kind === "missing") return null;
-  if (kind !== "directory") return { path: copy, kind, identity: null, allocatedBytes: 0, writtenAtMs: 0 };
+  if (kind !== "directory")
+    return { path: at, kind, identity: null, allocatedBytes: 0, writtenAtMs: 0, manifest: "absent" };
   try {
-    const identity = await identityOf(copy);
-    const stats = await treeStats(copy, signal);
+    const copy = backups.childFrom(name, info!);
+    const stats = await treeStats(at, signal, info!);
+    const { manifest, completedAtMs } = await readManifest(copy);
+    // The walk read below `failover-backups` by path: it must still be the directory proven.
+    await backups.confirm();
     return {
-      path: copy,
+      path: at,
       kind,
-      identity,
+      identity: copy.identity,
       allocatedBytes: stats.allocatedBytes,
-      writtenAtMs: Math.max(stats.newestMtimeMs, await manifestCompletedAtMs(copy)),
+      writtenAtMs: Math.max(stats.newestMtimeMs, completedAtMs),
+      manifest,
     };
   } catch (error) {
-    // Replaced by a newer copy while it was read (Paperclip writes one after every turn).
-    if (errnoCode(error) === "ENOENT") return null;
+    // Replaced by a newer copy while it was read (Paperclip writes one after every turn), or
+    // `failover-backups` swapped: nothing judged from what was read (no copy: kept).
+    if (errnoCode(error) === "ENOENT" || error instanceof PathRefused) return null;
     throw error;
   }
 }
@@ -127,39 +166,48 @@ export async function surveyCopy(copy: string, signal?: AbortSignal): Promise<Co
 /** What `failover-backups/` holds: whether `current` exists, and the retired names. */
 export interface BackupsListing {
   current: boolean;
-  /** Absolute paths of `.retiring-*` and `.expired-*`, sorted. */
+  /** Names of `.retiring-*` and `.expired-*`, sorted. */
   retiring: string[];
   expired: string[];
 }
 
 /**
- * Lists `<session>/failover-backups/`, never through a symlink (the session directory and
- * the folder must both be real directories, or it lists nothing). The survey reads it
- * without a lock; a batch reads it again under the lock before it finishes leftovers.
+ * Lists the proven `failover-backups/`. The survey reads it without a lock; a batch reads it
+ * again under the lock before it finishes leftovers.
  */
-export async function listBackups(sessionDir: string): Promise<BackupsListing> {
-  const backups = path.join(sessionDir, BACKUPS_DIR);
-  const real = (await entryKind(sessionDir)) === "directory" && (await entryKind(backups)) === "directory";
-  const found = real ? await names(backups) : [];
-  const retired = (prefix: string) =>
-    found
-      .filter((n) => retiredPrefixOf(n) === prefix)
-      .sort()
-      .map((n) => path.join(backups, n));
-  return { current: found.includes(CURRENT), retiring: retired(".retiring"), expired: retired(".expired") };
+export async function listBackups(backups: ProvenDir | null): Promise<BackupsListing> {
+  const found = ((await backups?.list()) ?? []).map((entry) => entry.name).sort();
+  return {
+    current: found.includes(CURRENT),
+    retiring: found.filter((n) => retiredPrefixOf(n) === ".retiring"),
+    expired: found.filter((n) => retiredPrefixOf(n) === ".expired"),
+  };
+}
+
+/** The proven session directory `name` of the sessions root, and its `failover-backups`. */
+async function openSession(top: ProvenDir, name: string) {
+  let dir: ProvenDir | null = null;
+  try {
+    dir = await top.child(name);
+    return { dir, backups: (await dir?.child(BACKUPS_DIR)) ?? null, refused: null };
+  } catch (error) {
+    if (!(error instanceof PathRefused)) throw error;
+    return { dir, backups: null, refused: error };
+  }
 }
 
 export async function surveySession(
-  root: string,
+  top: ProvenDir,
   name: string,
   signal?: AbortSignal,
 ): Promise<SessionSurvey> {
-  const dir = path.join(root, name);
-  const kind = await entryKind(dir);
-  const base = { name, path: dir, kind };
-  if (kind !== "directory") {
+  const opened = await openSession(top, name);
+  const { dir, refused } = opened;
+  const base = { name, path: top.join(name), ...opened };
+  if (dir === null) {
     return {
       ...base,
+      kind: refused?.reason === "symlink" ? "symlink" : refused ? "other" : "missing",
       state: { status: "missing" },
       current: null,
       retiring: [],
@@ -167,15 +215,22 @@ export async function surveySession(
       cleanupActivation: false,
     };
   }
-  const backups = await listBackups(dir);
+  const backups = await listBackups(opened.backups);
   return {
     ...base,
+    kind: "directory",
     state: await readControlPlaneState(dir),
-    current: backups.current ? await surveyCopy(path.join(dir, BACKUPS_DIR, CURRENT), signal) : null,
+    current: backups.current && opened.backups ? await surveyCopy(opened.backups, CURRENT, signal) : null,
     retiring: backups.retiring,
     expired: backups.expired,
-    cleanupActivation: (await names(dir)).some((n) => n.startsWith(CLEANUP_ACTIVATION_PREFIX)),
+    cleanupActivation: (await dir.list()).some((entry) => entry.name.startsWith(CLEANUP_ACTIVATION_PREFIX)),
   };
+}
+
+/** The state of the session `name` for a company's diagnosis (missing when it is not a real directory). */
+export async function sessionState(top: ProvenDir, name: string): Promise<StateRead> {
+  const { dir } = await openSession(top, name);
+  return dir === null ? { status: "missing" } : readControlPlaneState(dir);
 }
 
 /** How many entries a session counts toward the batch limit: itself and its leftovers. */

@@ -17,9 +17,14 @@
  */
 import path from "node:path";
 import { LOCK_NAMESPACES, tryLockMany, type Tx } from "../../db";
-import { sameIdentity } from "../../fs";
-import { claimAndRemove, finishInterruptedDeletes, retire, RetireRefused } from "../../fs";
-import { surveyFolder } from "./survey";
+import {
+  claimAndRemove,
+  finishInterruptedDeletes,
+  PathRefused,
+  ProvenDir,
+  retire,
+  sameIdentity,
+} from "../../fs";
 import { INSTANCE_SCOPE } from "../../ledger";
 import { recordedProcessIsLive } from "../../process/liveness";
 import type { JobContext } from "../types";
@@ -27,26 +32,29 @@ import { LIMITS, SYNC_DIR, type NativeWorkspaceSyncConfig } from "./config";
 import { runOwners, runsOfCompany, runStates } from "./queries";
 import { unavailableRules } from "../sources";
 import { judgeFolder, SOURCES, type Verdict } from "./rules";
-import { listRunFolderNames, type FolderSurvey } from "./survey";
+import { listRunFolderNames, surveyFolder, type FolderSurvey } from "./survey";
 
 type Ctx = JobContext<NativeWorkspaceSyncConfig>;
 
 export interface Prepared {
-  root: string;
+  /** The configured top folder, proven; null when it does not exist (nothing to do). */
+  top: ProvenDir | null;
   folders: FolderSurvey[];
   /** Folders of this scope beyond this batch. */
   more: boolean;
 }
 
 export interface Applied {
-  retired: { rel: string; path: string; companyId: string | null }[];
+  top: ProvenDir | null;
+  /** Renamed to `.expired-*` in `top`, to delete after commit. */
+  retired: { rel: string; name: string; companyId: string | null }[];
 }
 
 const rel = (name: string) => `${SYNC_DIR}/${name}`;
 
-async function finishLeftovers(ctx: Ctx, root: string): Promise<void> {
+async function finishLeftovers(ctx: Ctx, top: ProvenDir): Promise<void> {
   if (ctx.dryRun) return;
-  const batch = await finishInterruptedDeletes(root, {
+  const batch = await finishInterruptedDeletes(top, {
     prefixes: [".expired"],
     limit: LIMITS.leftoversPerBatch,
     after: await ctx.readCursor("leftovers"),
@@ -55,7 +63,10 @@ async function finishLeftovers(ctx: Ctx, root: string): Promise<void> {
   await ctx.writeCursor("leftovers", batch.cursor);
   for (const result of batch.results) {
     if (result.taken) continue; // another job finished it
-    if (result.error === undefined) {
+    if (result.refused !== undefined) {
+      // A link (or a folder swapped under it) carrying a retired name: never followed or removed.
+      ctx.report.skip(rel(result.name), result.refused);
+    } else if (result.error === undefined) {
       ctx.report.removedEntry(rel(result.name), result.bytes ?? 0, { reason: "interrupted_deletion" });
     } else {
       ctx.report.failed(rel(path.basename(result.path)), "leftover_delete_failed");
@@ -80,10 +91,11 @@ async function ownersInChunks(ctx: Ctx, names: string[]): Promise<Map<string, st
 }
 
 export async function prepare(ctx: Ctx): Promise<Prepared> {
-  const root = path.join(ctx.instanceRoot, SYNC_DIR);
-  await finishLeftovers(ctx, root);
+  const top = await ProvenDir.top(path.join(ctx.instanceRoot, SYNC_DIR));
+  if (top === null) return { top, folders: [], more: false };
+  await finishLeftovers(ctx, top);
 
-  const names = await listRunFolderNames(root);
+  const names = await listRunFolderNames(top);
   let mine: string[];
   if (ctx.scope === INSTANCE_SCOPE) {
     // Deadline discovery: run state 200 folders at a time, stopping on shutdown.
@@ -103,15 +115,25 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
   const folders: FolderSurvey[] = [];
   for (const name of slice) {
     if (ctx.signal.aborted) break;
-    folders.push(await surveyFolder(root, name, ctx.signal));
+    folders.push(await surveyFolder(top, name, ctx.signal));
     await ctx.faults.hit("native-workspace-sync.surveyed");
   }
-  return { root, folders, more: start >= 0 && start + folders.length < mine.length };
+  return { top, folders, more: start >= 0 && start + folders.length < mine.length };
 }
 
 export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Applied> {
+  const top = prepared.top;
+  if (top === null) {
+    await ctx.writeCursor("folders", null, tx);
+    return { top, retired: [] };
+  }
   const unavailable = await unavailableRules(tx, SOURCES, ctx.config.assumeEmpty);
-  const judge = { now: ctx.startedAt, windowMs: ctx.config.windowMs, isLive: recordedProcessIsLive, unavailable };
+  const judge = {
+    now: ctx.startedAt,
+    windowMs: ctx.config.windowMs,
+    isLive: recordedProcessIsLive,
+    unavailable,
+  };
   const isFolder = (f: FolderSurvey) => f.kind === "directory" && f.stats !== null;
   // 1. Judge every folder on run state read without any lock (one query): most are kept, and
   //    a kept folder's run is never locked.
@@ -143,6 +165,11 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     examined += 1;
     ctx.report.examined();
     const id = rel(folder.name);
+    if (folder.kind === "missing") {
+      // Listed, then gone before the survey read it (another job removed it).
+      ctx.report.note(id, "vanished");
+      continue;
+    }
     if (!isFolder(folder)) {
       ctx.report.skip(id, folder.kind === "symlink" ? "symlink" : "not_a_directory");
       continue;
@@ -172,7 +199,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     }
     // The survey ran before the lock; a writer holding the lock may have touched the folder
     // since. Read it again now that nobody else can, and judge what is there.
-    const now = await surveyFolder(prepared.root, folder.name);
+    const now = await surveyFolder(top, folder.name);
     if (now.stats === null || !sameIdentity(now.identity, folder.identity)) {
       ctx.report.skip(id, "folder_changed", { companyId });
       ctx.retryLater();
@@ -191,19 +218,20 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     await ctx.faults.hit("native-workspace-sync.before-rename");
     let to: string;
     try {
-      to = await retire(folder.path, ".expired", folder.identity ?? undefined);
+      to = await retire(top, folder.name, ".expired", folder.identity ?? undefined);
     } catch (error) {
-      if (!(error instanceof RetireRefused)) {
+      if (!(error instanceof PathRefused)) {
         ctx.report.failed(id, "rename_failed", { companyId });
         ctx.retryLater();
       } else {
         // Gone between the recheck and the rename: its bytes still get an outcome.
         if (error.reason === "missing") ctx.report.note(id, "vanished", { companyId });
         else ctx.report.skip(id, error.reason, { companyId });
+        if (error.reason === "path_changed" || error.reason === "identity_changed") ctx.retryLater();
       }
       continue;
     }
-    retired.push({ rel: id, path: to, companyId });
+    retired.push({ rel: id, name: to, companyId });
     await ctx.faults.hit("native-workspace-sync.after-rename");
   }
 
@@ -218,7 +246,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
   } else {
     await ctx.writeCursor("folders", null, tx);
   }
-  return { retired };
+  return { top, retired };
 }
 
 export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
@@ -227,7 +255,7 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
     let removed: { bytes: number } | null;
     try {
       // Claimed like any leftover: another job's leftover pass may meet it first.
-      removed = await claimAndRemove(item.path);
+      removed = await claimAndRemove(applied.top!, item.name);
     } catch {
       // An `.expired-*` name stays; the next batch's leftover pass finishes it.
       ctx.report.failed(item.rel, "delete_failed", { companyId: item.companyId });

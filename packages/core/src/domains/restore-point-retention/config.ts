@@ -14,8 +14,7 @@ import {
   urlValidator,
   type Env,
 } from "../../config";
-import { serviceOptions, signingSecret } from "../../config/service";
-import { ConfigError } from "../../errors";
+import { signingSecret } from "../../config/service";
 import { readPaperclipStorage } from "../../storage";
 import type { DomainControls } from "../types";
 

@@ -18,17 +18,18 @@
  *   version meanwhile). A `.trash-*` name never collides with a version id, so a version
  *   materialized again after the rename is never what gets deleted.
  */
-import { mkdir, utimes, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { errnoCode } from "@reclaim/shared";
 import { MINUTE_MS } from "../../clock";
 import { tryLock, type Tx } from "../../db";
-import { identityOf, listRetired, removeRetired, retire, RetireRefused, sameIdentity } from "../../fs";
+import { PathRefused, removeRetired, retire, sameIdentity, type ProvenDir } from "../../fs";
 import { INSTANCE_SCOPE } from "../../ledger";
 import type { JobContext } from "../types";
 import {
   ACCESS_DIR,
   LIMITS,
   LOCKS,
+  OBSERVATION_MARKER,
   SKILLS_DIR,
   SWEEP_INTERVAL_MS,
   VERSIONS_DIR,
@@ -40,14 +41,14 @@ import { unavailableRules } from "../sources";
 import { storageFor } from "../../storage";
 import { judgeRebuild, judgeVersion, SOURCES, type StorageProbe, type VersionFacts } from "./rules";
 import {
-  companyDir,
+  confirmSurveyed,
   lastUseRecordMs,
   listCompanies,
-  listSkillDirs,
-  listVersionKeys,
-  observationMarker,
+  listCompany,
   observationStartMs,
+  openCompany,
   surveyVersion,
+  type CompanyTree,
   type VersionSurvey,
 } from "./survey";
 
@@ -56,12 +57,15 @@ type Ctx = JobContext<SkillVersionCachesConfig>;
 interface Trash {
   /** Report id of the version (or of the leftover) it was. */
   rel: string;
-  path: string;
+  /** The proven skill directory it is in, and its `.trash-*` name there. */
+  dir: ProvenDir;
+  name: string;
   leftover: boolean;
 }
 
 export interface Prepared {
-  company: string | null;
+  /** null: nothing to judge (no company directory, or a level of it refused). */
+  company: CompanyTree | null;
   versions: VersionSurvey[];
   /** Versions of this company beyond this batch. */
   more: boolean;
@@ -75,33 +79,40 @@ export interface Applied {
 
 const rel = (companyId: string, key: string) => `${SKILLS_DIR}/${companyId}/${VERSIONS_DIR}/${key}`;
 
+/** Report id of a path below the instance root. */
+const idOf = (ctx: Ctx, at: string) => path.relative(ctx.instanceRoot, at);
+
 async function fanOut(ctx: Ctx): Promise<void> {
+  const { companies, links } = await listCompanies(ctx.instanceRoot);
+  // A company directory that is a link is never swept: said once an hour, in the fan-out's report.
+  for (const link of links) ctx.report.skip(`${SKILLS_DIR}/${link}`, "symlink", { companyId: link });
   // A diagnosis of the instance scope changes nothing: it only says which companies have caches.
   if (ctx.kind !== "deadline") return;
-  for (const company of await listCompanies(ctx.instanceRoot))
-    ctx.deadlines.at("sweep", ctx.startedAt, company);
+  for (const company of companies) ctx.deadlines.at("sweep", ctx.startedAt, company);
   ctx.deadlines.at("hourly", ctx.later(SWEEP_INTERVAL_MS));
 }
 
-async function listLeftovers(ctx: Ctx, company: string, skills: string[]): Promise<Trash[]> {
+async function listLeftovers(
+  ctx: Ctx,
+  tree: CompanyTree,
+  trash: { key: string; symlink: boolean }[],
+): Promise<Trash[]> {
   if (ctx.dryRun) return [];
-  const keys: string[] = [];
-  for (const skill of skills) {
-    for (const name of await listRetired(path.join(company, VERSIONS_DIR, skill), [".trash"]))
-      keys.push(`${skill}/${name}`);
-  }
-  keys.sort();
   const after = await ctx.readCursor("trash");
-  const start = after === null ? 0 : keys.findIndex((k) => k > after);
-  const todo = start < 0 ? [] : keys.slice(start, start + LIMITS.trashPerBatch);
-  const reachedEnd = start < 0 || start + todo.length >= keys.length;
-  await ctx.writeCursor("trash", reachedEnd ? null : (todo.at(-1) ?? null));
+  const start = after === null ? 0 : trash.findIndex((t) => t.key > after);
+  const todo = start < 0 ? [] : trash.slice(start, start + LIMITS.trashPerBatch);
+  const reachedEnd = start < 0 || start + todo.length >= trash.length;
+  await ctx.writeCursor("trash", reachedEnd ? null : (todo.at(-1)?.key ?? null));
   if (!reachedEnd) ctx.continueNow();
-  return todo.map((key) => ({
-    rel: rel(ctx.scope, key),
-    path: path.join(company, VERSIONS_DIR, key),
-    leftover: true,
-  }));
+  const leftovers: Trash[] = [];
+  for (const { key, symlink } of todo) {
+    const [skillId, name] = key.split("/") as [string, string];
+    // A link carrying a trash name: never followed, never removed.
+    if (symlink) ctx.report.skip(rel(ctx.scope, key), "symlink", { companyId: ctx.scope });
+    else
+      leftovers.push({ rel: rel(ctx.scope, key), dir: tree.skills.get(skillId)!.dir, name, leftover: true });
+  }
+  return leftovers;
 }
 
 export async function prepare(ctx: Ctx): Promise<Prepared> {
@@ -116,42 +127,62 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
     await fanOut(ctx);
     return empty;
   }
-  const company = companyDir(ctx.instanceRoot, ctx.scope);
-  const skills = await listSkillDirs(company);
-  const leftovers = await listLeftovers(ctx, company, skills);
-  const keys = await listVersionKeys(company, skills);
-  // Between the listing and the survey: a version can vanish here (tests only).
-  await ctx.faults.hit("skill-version-caches.listed");
-  const after = await ctx.readCursor("versions");
-  const start = after === null ? 0 : keys.findIndex((k) => k > after);
-  const slice = start < 0 ? [] : keys.slice(start, start + LIMITS.versionsPerBatch);
-  const versions: VersionSurvey[] = [];
-  for (const key of slice) {
-    if (ctx.signal.aborted) break;
-    versions.push(await surveyVersion(company, key, ctx.signal));
+  const tree = await openCompany(ctx.instanceRoot, ctx.scope);
+  try {
+    if (tree.company === null) return empty;
+    const listing = await listCompany(tree);
+    const leftovers = await listLeftovers(ctx, tree, listing.trash);
+    const keys = listing.keys;
+    // Between the listing and the survey: a version can vanish here (tests only).
+    await ctx.faults.hit("skill-version-caches.listed");
+    const after = await ctx.readCursor("versions");
+    const start = after === null ? 0 : keys.findIndex((k) => k > after);
+    const slice = start < 0 ? [] : keys.slice(start, start + LIMITS.versionsPerBatch);
+    const versions: VersionSurvey[] = [];
+    for (const key of slice) {
+      if (ctx.signal.aborted) break;
+      versions.push(await surveyVersion(tree, key, ctx.signal));
+    }
+    await confirmSurveyed(versions);
+    return {
+      company: tree,
+      versions,
+      more: start >= 0 && start + versions.length < keys.length,
+      leftovers,
+      observationStartMs: await observationStartMs(tree),
+    };
+  } catch (error) {
+    if (!(error instanceof PathRefused)) throw error;
+    // A level was swapped while it was read: nothing read through it is judged.
+    tree.refused.push(error);
+    ctx.retryLater();
+    return empty;
+  } finally {
+    for (const refused of tree.refused)
+      ctx.report.skip(idOf(ctx, refused.at), refused.reason, { companyId: ctx.scope });
   }
-  return {
-    company,
-    versions,
-    more: start >= 0 && start + versions.length < keys.length,
-    leftovers,
-    observationStartMs: await observationStartMs(company),
-  };
 }
 
 /**
  * An installation without last-use records gets one full grace window from the first
  * sweep that sees it; a dry run reports as if it started now but does not start it.
  */
-async function startObservation(ctx: Ctx, company: string, known: number | null): Promise<number> {
+async function startObservation(ctx: Ctx, tree: CompanyTree, known: number | null): Promise<number> {
   if (known !== null) return known;
   const now = ctx.startedAt;
   if (!ctx.dryRun) {
     // Under the company lock; the marker's modification time is the start (the job's clock).
-    const marker = observationMarker(company);
-    await mkdir(path.join(company, ACCESS_DIR), { recursive: true });
-    await writeFile(marker, `${now.toISOString()}\n`);
-    await utimes(marker, now, now);
+    // Created in the proven company directory, never through a link (a refusal fails the batch).
+    const access = (tree.access ??= await tree.company!.ensureDir(ACCESS_DIR));
+    try {
+      await access.createFile(OBSERVATION_MARKER, `${now.toISOString()}\n`, now);
+    } catch (error) {
+      if (errnoCode(error) !== "EEXIST") throw error;
+      // Started meanwhile by another sweep: its start counts.
+      const started = (await access.lstatEntry(OBSERVATION_MARKER))?.mtimeMs;
+      if (started !== undefined) return started;
+      throw error;
+    }
   }
   return now.getTime();
 }
@@ -213,18 +244,23 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     if (verdict.evict) {
       // Current versions and pins were read under this lock; last use and the directory
       // itself are files Paperclip may have touched since the survey: read them again.
-      const identity = await identityOf(entry.path);
-      if (!sameIdentity(identity, entry.identity)) {
+      let now, lastUse;
+      try {
+        now = await entry.in.dir.lstatEntry(entry.versionId);
+        lastUse = await lastUseRecordMs(company, entry.in, entry.versionId);
+      } catch (error) {
+        if (!(error instanceof PathRefused)) throw error;
+        // A record folder planted as a link (or swapped) since the survey: kept, looked at again.
+        ctx.report.skip(id, error.reason === "symlink" ? "symlink" : "path_changed", { companyId });
+        ctx.retryLater();
+        continue;
+      }
+      if (now === null || !sameIdentity({ dev: now.dev, ino: now.ino }, entry.identity)) {
         ctx.report.skip(id, "directory_changed", { companyId });
         ctx.retryLater();
         continue;
       }
-      verdict = judgeVersion(
-        facts.company,
-        { ...entry, lastUseRecordMs: await lastUseRecordMs(company, entry) },
-        row,
-        judge,
-      );
+      verdict = judgeVersion(facts.company, { ...entry, lastUseRecordMs: lastUse }, row, judge);
     }
     if (!verdict.evict) {
       ctx.report.skip(id, verdict.reason, { companyId, bytes: entry.allocatedBytes });
@@ -233,7 +269,9 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
       continue;
     }
     // Only a version that can be rebuilt loses its cache (a dry run asks too, as the real run would).
-    const unrebuildable = row?.version_exists ? judgeRebuild(row, await probePackage(ctx, companyId, row)) : null;
+    const unrebuildable = row?.version_exists
+      ? judgeRebuild(row, await probePackage(ctx, companyId, row))
+      : null;
     if (unrebuildable !== null) {
       ctx.report.skip(id, unrebuildable, { companyId, bytes: entry.allocatedBytes });
       if (unrebuildable === "storage_unavailable") ctx.retryLater();
@@ -243,12 +281,14 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     if (ctx.dryRun) continue;
     let to: string;
     try {
-      to = await retire(entry.path, ".trash", entry.identity ?? undefined);
+      to = await retire(entry.in.dir, entry.versionId, ".trash", entry.identity ?? undefined);
     } catch (error) {
-      if (!(error instanceof RetireRefused)) throw error;
+      if (!(error instanceof PathRefused)) throw error;
       // Gone since the recheck (`vanished`), or replaced (`directory_changed`, looked at again).
-      if (error.reason === "identity_changed") {
-        ctx.report.skip(id, "directory_changed", { companyId });
+      if (error.reason === "identity_changed" || error.reason === "path_changed") {
+        ctx.report.skip(id, error.reason === "path_changed" ? "path_changed" : "directory_changed", {
+          companyId,
+        });
         ctx.retryLater();
       } else {
         if (error.reason === "missing") ctx.report.note(id, "vanished", { companyId });
@@ -256,7 +296,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
       }
       continue;
     }
-    trash.push({ rel: id, path: to, leftover: false });
+    trash.push({ rel: id, dir: entry.in.dir, name: to, leftover: false });
     await ctx.faults.hit("skill-version-caches.after-trash-rename");
   }
 
@@ -290,12 +330,17 @@ async function deleteTrash(ctx: Ctx, items: Trash[]): Promise<void> {
       for (const item of items) {
         await ctx.faults.hit("skill-version-caches.before-trash-delete");
         try {
-          const bytes = await removeRetired(item.path);
+          const bytes = await removeRetired(item.dir, item.name);
           ctx.report.removedEntry(item.rel, bytes, {
             companyId,
             ...(item.leftover ? { reason: "interrupted_trash" } : {}),
           });
-        } catch {
+        } catch (error) {
+          // A link is never followed or removed; a skill directory swapped since is looked at again.
+          if (error instanceof PathRefused && error.reason === "symlink") {
+            ctx.report.skip(item.rel, "symlink", { companyId });
+            continue;
+          }
           ctx.report.failed(item.rel, "trash_delete_failed", { companyId });
           ctx.retryLater();
         }

@@ -143,7 +143,11 @@ export type StorageProbe =
 
 type PackageFacts = Pick<
   VersionFacts,
-  "package_kind" | "package_storage_key" | "package_byte_size" | "package_recipe" | "package_externally_durable"
+  | "package_kind"
+  | "package_storage_key"
+  | "package_byte_size"
+  | "package_recipe"
+  | "package_externally_durable"
 >;
 
 const COMMIT = /^([0-9a-f]{40}|[0-9a-f]{64})$/;

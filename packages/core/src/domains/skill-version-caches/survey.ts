@@ -6,23 +6,55 @@
  *
  * Only names that are uuids (skill and version ids) are looked at: non-versioned skill
  * directories, database snapshots and anything else under `skills/<company>/` are never
- * read, let alone removed. Symlinks are never followed.
+ * read, let alone removed. `skills/` is taken as configured; every level below it (the
+ * company directory, `__versions__`, `__version_access__`, a skill's folders) is proven a
+ * real directory before anything in it is read (fs/proven-dir.ts). A level that is a link
+ * is refused, reported `symlink`, and everything below it kept.
  */
-import { lstat } from "node:fs/promises";
-import path from "node:path";
 import { errnoCode } from "@reclaim/shared";
-import { entryKind, names, treeStats, UUID_NAME, type EntryKind, type Identity } from "../../fs";
+import {
+  kindOf,
+  PathRefused,
+  ProvenDir,
+  retiredPrefixOf,
+  treeStats,
+  UUID_NAME,
+  type EntryKind,
+  type Identity,
+} from "../../fs";
 import { ACCESS_DIR, OBSERVATION_MARKER, SKILLS_DIR, VERSIONS_DIR } from "./config";
+import path from "node:path";
 
 export interface VersionRef {
   skillId: string;
   versionId: string;
 }
 
+/** A real skill directory under `__versions__`, and its folder of last-use records. */
+export interface SkillDirs {
+  skillId: string;
+  dir: ProvenDir;
+  /** `__version_access__/<skill>`; null when it does not exist (no records). */
+  access: ProvenDir | null;
+}
+
+/** A company's tree, proven from `skills/` down. */
+export interface CompanyTree {
+  /** null: nothing to do (no such directory, or a level refused). */
+  company: ProvenDir | null;
+  /** `__version_access__`; null when it does not exist yet (no records, no marker). */
+  access: ProvenDir | null;
+  skills: Map<string, SkillDirs>;
+  /** Levels found to be links or not directories: reported, everything below them kept. */
+  refused: PathRefused[];
+}
+
 export interface VersionSurvey extends VersionRef {
   /** `<skill>/<version>`, the walk's cursor key. */
   key: string;
   path: string;
+  /** The proven skill directory it is in, and that skill's record folder. */
+  in: SkillDirs;
   kind: EntryKind;
   identity: Identity | null;
   /** The directory's own modification time: when it was materialized. */
@@ -32,75 +64,129 @@ export interface VersionSurvey extends VersionRef {
   lastUseRecordMs: number | null;
 }
 
-export function companyDir(instanceRoot: string, companyId: string): string {
-  return path.join(instanceRoot, SKILLS_DIR, companyId);
+/** What a company's skill directories hold: version keys and `.trash-*` leftovers, sorted. */
+export interface CompanyListing {
+  keys: string[];
+  trash: { key: string; symlink: boolean }[];
 }
 
-/** Names in `dir` that are uuids and real directories (a symlinked one is never entered). */
-async function uuidDirs(dir: string): Promise<string[]> {
-  const found: string[] = [];
-  for (const name of (await names(dir)).filter((n) => UUID_NAME.test(n)).sort()) {
-    if ((await entryKind(path.join(dir, name))) === "directory") found.push(name);
+/** The configured top folder, `<instance>/skills` (null when it does not exist). */
+export function skillsTop(instanceRoot: string): Promise<ProvenDir | null> {
+  return ProvenDir.top(path.join(instanceRoot, SKILLS_DIR));
+}
+
+/** Company ids with a real `skills/<company>/` directory, and the uuid names that are links. */
+export async function listCompanies(instanceRoot: string): Promise<{ companies: string[]; links: string[] }> {
+  const top = await skillsTop(instanceRoot);
+  const entries = (await top?.list()) ?? [];
+  const uuids = entries.filter((e) => UUID_NAME.test(e.name));
+  return {
+    companies: uuids
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name)
+      .sort(),
+    links: uuids
+      .filter((e) => e.isSymbolicLink())
+      .map((e) => e.name)
+      .sort(),
+  };
+}
+
+const keep = (tree: CompanyTree, error: unknown): CompanyTree => {
+  if (!(error instanceof PathRefused)) throw error;
+  tree.refused.push(error);
+  return tree;
+};
+
+/**
+ * Proves a company's levels: the company directory, `__versions__`, `__version_access__` (its
+ * last-use records and observation marker: one that cannot be read safely keeps every cache),
+ * each uuid-named skill directory and its record folder (a refused one keeps that skill).
+ */
+export async function openCompany(instanceRoot: string, companyId: string): Promise<CompanyTree> {
+  const tree: CompanyTree = { company: null, access: null, skills: new Map(), refused: [] };
+  let versions: ProvenDir | null;
+  try {
+    const company = await (await skillsTop(instanceRoot))?.child(companyId);
+    if (!company) return tree;
+    versions = await company.child(VERSIONS_DIR);
+    tree.access = await company.child(ACCESS_DIR);
+    tree.company = company;
+  } catch (error) {
+    return keep(tree, error);
   }
-  return found;
+  if (versions === null) return tree;
+  try {
+    for (const entry of await versions.list()) {
+      if (!UUID_NAME.test(entry.name)) continue;
+      if (entry.isSymbolicLink()) {
+        tree.refused.push(new PathRefused("symlink", versions.join(entry.name)));
+        continue;
+      }
+      if (!entry.isDirectory()) continue;
+      try {
+        const dir = await versions.child(entry.name);
+        const access = (await tree.access?.child(entry.name)) ?? null;
+        if (dir) tree.skills.set(entry.name, { skillId: entry.name, dir, access });
+      } catch (error) {
+        keep(tree, error);
+      }
+    }
+  } catch (error) {
+    tree.company = null;
+    return keep(tree, error);
+  }
+  return tree;
 }
 
-/** Company ids that have a real `skills/<company>/` directory. */
-export function listCompanies(instanceRoot: string): Promise<string[]> {
-  return uuidDirs(path.join(instanceRoot, SKILLS_DIR));
-}
-
-/** Real skill directories under `__versions__`. */
-export function listSkillDirs(company: string): Promise<string[]> {
-  return uuidDirs(path.join(company, VERSIONS_DIR));
-}
-
-/** Every `<skill>/<version>` key of a company, sorted. */
-export async function listVersionKeys(company: string, skills: string[]): Promise<string[]> {
-  const keys: string[] = [];
-  for (const skill of skills) {
-    for (const name of (await names(path.join(company, VERSIONS_DIR, skill))).filter((n) =>
-      UUID_NAME.test(n),
-    )) {
-      keys.push(`${skill}/${name}`);
+/** Every `<skill>/<version>` key and `.trash-*` leftover of a company (one listing per skill). */
+export async function listCompany(tree: CompanyTree): Promise<CompanyListing> {
+  const listing: CompanyListing = { keys: [], trash: [] };
+  for (const skill of tree.skills.values()) {
+    for (const entry of await skill.dir.list()) {
+      const key = `${skill.skillId}/${entry.name}`;
+      if (UUID_NAME.test(entry.name)) listing.keys.push(key);
+      else if (retiredPrefixOf(entry.name) === ".trash")
+        listing.trash.push({ key, symlink: entry.isSymbolicLink() });
     }
   }
-  return keys.sort();
+  listing.keys.sort();
+  listing.trash.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return listing;
 }
 
-/** lstat's modification time (a symlink's own, never its target's), or null when absent. */
-async function mtimeOf(target: string): Promise<number | null> {
-  try {
-    return (await lstat(target)).mtimeMs;
-  } catch (error) {
-    const code = errnoCode(error);
-    if (code === "ENOENT" || code === "ENOTDIR") return null;
-    throw error;
-  }
+/** lstat's modification time of `name` in `dir` (a link's own, never its target's), or null. */
+async function mtimeIn(dir: ProvenDir | null, name: string): Promise<number | null> {
+  return (await dir?.lstatEntry(name))?.mtimeMs ?? null;
 }
 
-/** Paperclip touches `__version_access__/<skill>/<version>` whenever it resolves the version. */
-export function lastUseRecordMs(company: string, ref: VersionRef): Promise<number | null> {
-  return mtimeOf(path.join(company, ACCESS_DIR, ref.skillId, ref.versionId));
+/**
+ * Paperclip touches `__version_access__/<skill>/<version>` whenever it resolves the version.
+ * A skill without a record folder when the company was opened may have one now (a use since):
+ * it is proven the first time it is looked for again.
+ */
+export async function lastUseRecordMs(
+  tree: CompanyTree,
+  skill: SkillDirs,
+  versionId: string,
+): Promise<number | null> {
+  skill.access ??= (await tree.access?.child(skill.skillId)) ?? null;
+  return mtimeIn(skill.access, versionId);
 }
 
-export function observationMarker(company: string): string {
-  return path.join(company, ACCESS_DIR, OBSERVATION_MARKER);
-}
-
-export function observationStartMs(company: string): Promise<number | null> {
-  return mtimeOf(observationMarker(company));
+export function observationStartMs(tree: CompanyTree): Promise<number | null> {
+  return mtimeIn(tree.access, OBSERVATION_MARKER);
 }
 
 export async function surveyVersion(
-  company: string,
+  tree: CompanyTree,
   key: string,
   signal?: AbortSignal,
 ): Promise<VersionSurvey> {
   const [skillId, versionId] = key.split("/") as [string, string];
-  const full = path.join(company, VERSIONS_DIR, skillId, versionId);
-  const base = { key, skillId, versionId, path: full };
-  const lastUse = await lastUseRecordMs(company, { skillId, versionId });
+  const skill = tree.skills.get(skillId)!;
+  const base = { key, skillId, versionId, path: skill.dir.join(versionId), in: skill };
+  const lastUse = await lastUseRecordMs(tree, skill, versionId);
   const none = (kind: EntryKind) => ({
     ...base,
     kind,
@@ -109,16 +195,16 @@ export async function surveyVersion(
     allocatedBytes: 0,
     lastUseRecordMs: lastUse,
   });
-  const kind = await entryKind(full);
+  const own = await skill.dir.lstatEntry(versionId);
+  const kind = kindOf(own);
   if (kind !== "directory") return none(kind);
   try {
-    const own = await lstat(full);
-    const stats = await treeStats(full, signal);
+    const stats = await treeStats(base.path, signal, own!);
     return {
       ...base,
       kind,
-      identity: { dev: own.dev, ino: own.ino },
-      ownMtimeMs: own.mtimeMs,
+      identity: { dev: own!.dev, ino: own!.ino },
+      ownMtimeMs: own!.mtimeMs,
       allocatedBytes: stats.allocatedBytes,
       lastUseRecordMs: lastUse,
     };
@@ -127,4 +213,17 @@ export async function surveyVersion(
     if (errnoCode(error) === "ENOENT") return none("missing");
     throw error;
   }
+}
+
+/**
+ * After the survey read entries below them by path: every skill directory and record folder it
+ * used is still the one proven (one lstat each), or the whole survey is discarded.
+ */
+export async function confirmSurveyed(versions: VersionSurvey[]): Promise<void> {
+  const dirs = new Set<ProvenDir>();
+  for (const v of versions) {
+    dirs.add(v.in.dir);
+    if (v.in.access) dirs.add(v.in.access);
+  }
+  for (const dir of dirs) await dir.confirm();
 }

@@ -43,7 +43,10 @@ export async function unavailableRules<R extends string>(
  * Reclaim-created source tables are to be read as the truth (empty: nothing pending).
  * Unknown rule names are refused, so a typo cannot silently keep or remove entries.
  */
-export function assumeEmptyOption<R extends string>(env: string, rules: SourceRules<R>): Option<readonly R[]> {
+export function assumeEmptyOption<R extends string>(
+  env: string,
+  rules: SourceRules<R>,
+): Option<readonly R[]> {
   const known = Object.keys(rules) as R[];
   return {
     env,
@@ -54,7 +57,10 @@ export function assumeEmptyOption<R extends string>(env: string, rules: SourceRu
     read(source: Env) {
       const raw = source[env]?.trim();
       if (!raw) return [];
-      const listed = raw.split(",").map((s) => s.trim()).filter(Boolean);
+      const listed = raw
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean);
       const unknown = listed.filter((name) => !known.includes(name as R));
       if (unknown.length > 0)
         throw new ConfigError(env, `unknown rule ${JSON.stringify(unknown[0])} (known: ${known.join(", ")})`);

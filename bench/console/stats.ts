@@ -1,0 +1,286 @@
+/**
+ * Benchmark: the console's aggregate queries (GET /v1/stats/*, packages/core/src/stats) over
+ * 1,000,000 report rows holding 10,000,000 entries, against the same figures summed from the
+ * report rows themselves (what answering without the hourly rollup would take), in the same run.
+ * Target: every aggregate's p95 under 100 ms.
+ *
+ *   npx tsx bench/console/stats.ts [--reports 1000000] [--companies 300] [--runs 40] [--baseline-runs 5]
+ *
+ * Data: reports spread evenly over the last 720 hours, four domains, `companies` companies and
+ * the instance scope (every 50th report); each report holds 10 entries (4 removed with bytes, 1
+ * candidate, 4 kept with one of 8 reasons, 1 failed). The rollup is built from the stored
+ * reports by the committed migrations themselves (their backfill of existing reports: the
+ * same sums the report transaction adds one report at a time), and checked against the
+ * baseline's figures before anything is timed. Measured through the functions the routes call
+ * (Prisma, the same SQL files), each run after warm-up; the baseline runs a few times only.
+ */
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { randomUUID } from "node:crypto";
+import pg from "pg";
+import { createDb, domainTotals, hourOf, outcomeSeries, type Db } from "../../packages/core/src";
+import { numberArg, percentiles } from "../restore-points/dataset";
+import { benchEnv, report, time } from "../support";
+
+const REPORTS = numberArg("reports", 1_000_000);
+const COMPANIES = numberArg("companies", 300);
+const RUNS = numberArg("runs", 40);
+const BASELINE_RUNS = numberArg("baseline-runs", 5);
+const DOMAINS = [
+  "native-workspace-sync",
+  "skill-version-caches",
+  "native-session-backups",
+  "restore-point-retention",
+];
+const REASONS = [
+  "run_active",
+  "lease_active",
+  "pinned",
+  "recent",
+  "folder_changed",
+  "source_unavailable",
+  "still_used",
+  "grace",
+];
+const MIGRATIONS = path.resolve(__dirname, "../../prisma/migrations");
+const CHUNK = 100_000;
+const DAY_MS = 86_400_000;
+
+const ENTRIES_SQL = `jsonb_build_array(
+  jsonb_build_object('id', 'r' || i || '-0', 'outcome', 'removed', 'bytes', 4096 * (1 + i % 7)),
+  jsonb_build_object('id', 'r' || i || '-1', 'outcome', 'removed', 'bytes', 8192),
+  jsonb_build_object('id', 'r' || i || '-2', 'outcome', 'removed', 'bytes', 512 * (i % 3)),
+  jsonb_build_object('id', 'r' || i || '-3', 'outcome', 'removed', 'bytes', 65536),
+  jsonb_build_object('id', 'r' || i || '-4', 'outcome', 'candidate', 'bytes', 1024),
+  jsonb_build_object('id', 'r' || i || '-5', 'outcome', 'skipped', 'reason', reasons[1 + i % 8]),
+  jsonb_build_object('id', 'r' || i || '-6', 'outcome', 'skipped', 'reason', reasons[1 + (i + 1) % 8]),
+  jsonb_build_object('id', 'r' || i || '-7', 'outcome', 'skipped', 'reason', reasons[1 + (i + 3) % 8]),
+  jsonb_build_object('id', 'r' || i || '-8', 'outcome', 'skipped', 'reason', reasons[1 + (i + 3) % 8], 'bytes', 100),
+  jsonb_build_object('id', 'r' || i || '-9', 'outcome', 'failed', 'reason', 'rename_failed'))`;
+
+async function seed(client: pg.Client, now: Date, companies: string[]): Promise<void> {
+  for (let from = 0; from < REPORTS; from += CHUNK) {
+    await client.query(
+      `INSERT INTO reclaim_batch_reports
+         (job_id, domain, company_id, dry_run, checked, candidates, removed, candidate_bytes, reclaimed_bytes,
+          skipped, entries, started_at, finished_at)
+       SELECT 'bench', ($3::text[])[1 + i % 4],
+              CASE WHEN i % 50 = 0 THEN 'instance' ELSE ($4::text[])[1 + (i / 4) % $5::int] END,
+              false, 10, 1, 4, 1024, 4096 * (1 + i % 7) + 8192 + 512 * (i % 3) + 65536,
+              (SELECT jsonb_object_agg(k, n)
+                 FROM (SELECT k, count(*) AS n
+                         FROM unnest(ARRAY[reasons[1 + i % 8], reasons[1 + (i + 1) % 8], reasons[1 + (i + 3) % 8],
+                                           reasons[1 + (i + 3) % 8], 'rename_failed']) AS k
+                        GROUP BY k) AS z),
+              ${ENTRIES_SQL}, t - interval '2 seconds', t
+         FROM generate_series($1::int, $2::int) AS g(i),
+              LATERAL (SELECT $6::timestamptz - (i % 719) * interval '1 hour' - (i % 3000) * interval '1 second' AS t) AS w,
+              LATERAL (SELECT $7::text[] AS reasons) AS r`,
+      [from, Math.min(from + CHUNK, REPORTS) - 1, DOMAINS, companies, companies.length, now, REASONS],
+    );
+    process.stdout.write(`  seeded ${Math.min(from + CHUNK, REPORTS)} reports\n`);
+  }
+}
+
+/** The rollup as the committed migrations build it from stored reports. */
+async function buildRollup(client: pg.Client): Promise<void> {
+  const dirs = ["20261205030000_report_stats", "20261205030100_report_stats_all_companies"];
+  await client.query("DROP TABLE reclaim_report_stats");
+  for (const dir of dirs)
+    await client.query(readFileSync(path.join(MIGRATIONS, dir, "migration.sql"), "utf8"));
+  await client.query("VACUUM ANALYZE reclaim_report_stats");
+  await client.query("VACUUM ANALYZE reclaim_batch_reports");
+}
+
+interface Aggregate {
+  name: string;
+  rollup: () => Promise<unknown>;
+  baseline: () => Promise<unknown>;
+}
+
+function aggregates(db: Db, client: pg.Client, now: Date, company: string): Aggregate[] {
+  const hour = hourOf(now);
+  const to = now;
+  const from30 = new Date(now.getTime() - 30 * DAY_MS);
+  const from48h = new Date(now.getTime() - 2 * DAY_MS);
+  const domain = DOMAINS[0]!;
+  const windowSql = (where: string, params: unknown[]) => () =>
+    client.query(
+      `SELECT domain,
+              sum(reclaimed_bytes) FILTER (WHERE date_trunc('hour', finished_at) > $1::timestamptz - interval '24 hours'),
+              sum(reclaimed_bytes) FILTER (WHERE date_trunc('hour', finished_at) > $1::timestamptz - interval '168 hours'),
+              sum(reclaimed_bytes), sum(removed), sum(candidates), sum(candidate_bytes),
+              sum((SELECT COALESCE(sum(v::bigint), 0) FROM jsonb_each_text(skipped) AS k(key, v)))
+         FROM reclaim_batch_reports
+        WHERE date_trunc('hour', finished_at) > $1::timestamptz - interval '720 hours' ${where}
+        GROUP BY domain`,
+      [hour, ...params],
+    );
+  const seriesSql = (bucket: string, from: Date, where: string, params: unknown[]) => () =>
+    client.query(
+      `SELECT domain, date_trunc('${bucket}', finished_at, 'UTC') AS b, sum(removed), sum(reclaimed_bytes)
+         FROM reclaim_batch_reports
+        WHERE finished_at >= $1 AND finished_at < $2 ${where}
+        GROUP BY 1, 2`,
+      [from, to, ...params],
+    );
+  const skipsSql = (where: string, params: unknown[]) => () =>
+    client.query(
+      `SELECT k.key, date_trunc('day', finished_at, 'UTC') AS b, sum(k.value::bigint)
+         FROM reclaim_batch_reports, jsonb_each_text(skipped) AS k
+        WHERE finished_at >= $1 AND finished_at < $2 ${where}
+        GROUP BY 1, 2`,
+      [from30, to, ...params],
+    );
+  return [
+    {
+      name: "totals 24h/7d/30d, every domain",
+      rollup: () => domainTotals(db, DOMAINS, {}, now),
+      baseline: windowSql("", []),
+    },
+    {
+      name: "reclaimed per domain, 30 day buckets",
+      rollup: () => outcomeSeries(db, { outcome: "removed", by: "domain", bucket: "day", from: from30, to }),
+      baseline: seriesSql("day", from30, "", []),
+    },
+    {
+      name: "skips per reason, 30 day buckets",
+      rollup: () => outcomeSeries(db, { outcome: "skipped", by: "reason", bucket: "day", from: from30, to }),
+      baseline: skipsSql("", []),
+    },
+    {
+      name: "reclaimed per domain, 48 hour buckets",
+      rollup: () =>
+        outcomeSeries(db, { outcome: "removed", by: "domain", bucket: "hour", from: from48h, to }),
+      baseline: seriesSql("hour", from48h, "", []),
+    },
+    {
+      name: "totals, one company",
+      rollup: () => domainTotals(db, DOMAINS, { scope: company }, now),
+      baseline: windowSql("AND company_id = $2", [company]),
+    },
+    {
+      name: "reclaimed, one company, 30 day buckets",
+      rollup: () =>
+        outcomeSeries(db, {
+          outcome: "removed",
+          by: "domain",
+          bucket: "day",
+          from: from30,
+          to,
+          scope: company,
+        }),
+      baseline: seriesSql("day", from30, "AND company_id = $3", [company]),
+    },
+    {
+      name: "skips, one company, 30 day buckets",
+      rollup: () =>
+        outcomeSeries(db, {
+          outcome: "skipped",
+          by: "reason",
+          bucket: "day",
+          from: from30,
+          to,
+          scope: company,
+        }),
+      baseline: skipsSql("AND company_id = $3", [company]),
+    },
+    {
+      name: "totals, one domain",
+      rollup: () => domainTotals(db, [domain], { domain }, now),
+      baseline: windowSql("AND domain = $2", [domain]),
+    },
+    {
+      name: "skips, one domain, 30 day buckets",
+      rollup: () =>
+        outcomeSeries(db, { outcome: "skipped", by: "reason", bucket: "day", from: from30, to, domain }),
+      baseline: skipsSql("AND domain = $3", [domain]),
+    },
+  ];
+}
+
+/** The rollup's figures equal those summed from the report rows. */
+async function check(db: Db, client: pg.Client, now: Date, company: string): Promise<void> {
+  for (const scope of [undefined, company]) {
+    const totals = await domainTotals(db, DOMAINS, { scope }, now);
+    const { rows } = await client.query(
+      `SELECT domain, sum(reclaimed_bytes)::bigint AS bytes, sum(removed)::bigint AS removed
+         FROM reclaim_batch_reports
+        WHERE date_trunc('hour', finished_at) > $1::timestamptz - interval '720 hours'
+          AND ($2::text IS NULL OR company_id = $2::text)
+        GROUP BY domain`,
+      [hourOf(now), scope ?? null],
+    );
+    for (const t of totals) {
+      const row = rows.find((r: { domain: string }) => r.domain === t.domain);
+      const expected = [Number(row?.bytes ?? 0), Number(row?.removed ?? 0)];
+      const got = [t.windows["30d"].reclaimedBytes, t.windows["30d"].removed];
+      if (expected.join() !== got.join()) {
+        throw new Error(
+          `rollup differs for ${t.domain} ${scope ?? "*"}: ${got.join()} vs ${expected.join()}`,
+        );
+      }
+    }
+  }
+}
+
+async function measure(fn: () => Promise<unknown>, runs: number, warmups: number): Promise<number[]> {
+  for (let i = 0; i < warmups; i++) await fn();
+  const samples: number[] = [];
+  for (let i = 0; i < runs; i++) samples.push((await time(fn)).ms);
+  return samples;
+}
+
+async function main(): Promise<void> {
+  const env = await benchEnv();
+  const client = new pg.Client({ connectionString: env.databaseUrl });
+  await client.connect();
+  const db = createDb(env.databaseUrl, { max: 2 });
+  try {
+    const now = new Date();
+    const companies = Array.from({ length: COMPANIES }, () => randomUUID());
+    const seeded = await time(() => seed(client, now, companies));
+    const built = await time(() => buildRollup(client));
+    const counts = await client.query(
+      `SELECT (SELECT count(*) FROM reclaim_batch_reports) AS reports,
+              (SELECT sum(jsonb_array_length(entries)) FROM reclaim_batch_reports) AS entries,
+              (SELECT count(*) FROM reclaim_report_stats) AS stats_rows,
+              (SELECT count(*) FROM reclaim_report_stats WHERE company_id = '*') AS all_rows`,
+    );
+    const company = companies[7]!;
+    await check(db, client, now, company);
+
+    const results: Record<string, string> = {};
+    let worstRollup = 0;
+    let worstBaseline = 0;
+    for (const a of aggregates(db, client, now, company)) {
+      const r = percentiles(await measure(a.rollup, RUNS, 3));
+      const b = percentiles(await measure(a.baseline, BASELINE_RUNS, 1));
+      worstRollup = Math.max(worstRollup, r.p95);
+      worstBaseline = Math.max(worstBaseline, b.p95);
+      results[a.name] =
+        `rollup p50 ${r.p50.toFixed(1)} ms, p95 ${r.p95.toFixed(1)} ms; from reports p50 ${b.p50.toFixed(0)} ms, ` +
+        `p95 ${b.p95.toFixed(0)} ms`;
+    }
+    const c = counts.rows[0] as Record<string, string>;
+    report("console aggregates (GET /v1/stats/*)", {
+      reports: Number(c.reports).toLocaleString("en-US"),
+      entries: Number(c.entries).toLocaleString("en-US"),
+      "rollup rows (of them every-company '*')": `${Number(c.stats_rows).toLocaleString("en-US")} (${Number(c.all_rows).toLocaleString("en-US")})`,
+      "seeding / building the rollup": `${(seeded.ms / 1000).toFixed(0)} s / ${(built.ms / 1000).toFixed(0)} s`,
+      ...results,
+      "worst aggregate p95, rollup": `${worstRollup.toFixed(1)} ms (target < 100 ms: ${worstRollup < 100 ? "met" : "NOT met"})`,
+      "worst aggregate p95, from reports": `${worstBaseline.toFixed(0)} ms`,
+      "ratio (rollup / reports)": (worstRollup / worstBaseline).toFixed(4),
+    });
+  } finally {
+    await db.$disconnect();
+    await client.end();
+    await env.cleanup();
+  }
+}
+
+void main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

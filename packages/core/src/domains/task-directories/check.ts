@@ -1,0 +1,313 @@
+/**
+ * One batch of task-directory retention for a company (the instance job walks for orphans:
+ * orphans.ts).
+ *
+ * prepare (no lock): the company's due items (reclaim_item_deadlines: `ws:<workspace>` for a
+ *   task directory row, `dir:<issue>` for an issue directory); one query for the rows, one for
+ *   the workspace facts, one for what else points into the directories; judge each (rules.ts);
+ *   for up to 8 to save, plan the tree against the limits and capture it (capture.ts: seal,
+ *   upload, read back, decode once). A dry run reports the candidate and its bytes.
+ * apply (the job's transaction): for each capture, take the issue's source lock and the
+ *   workspace lifecycle lock without waiting (busy: keep, retry in an hour), read and judge
+ *   again under them, then activate the restore point and archive the row in this same
+ *   transaction (removal.ts). Settle every item judged (its next deadline, or none).
+ * finish (after commit): remove what was archived now or earlier (removal.ts).
+ */
+import { INSTANCE_SCOPE, dueItems, forgetItems, settleItem, wakeItems, type DueItem } from "../../ledger";
+import type { Tx } from "../../db";
+import { storageFor } from "../../storage";
+import { isClosedWorkspaceStatus, workspaceRows, type WorkspaceRow } from "../../workspaces";
+import type { JobContext } from "../types";
+import { captureDirectory, dropRestorePoint, restorePointKey } from "./capture";
+import { LIMITS, type TaskDirectoriesConfig } from "./config";
+import { DOMAIN, itemOf, wsItem } from "./events";
+import {
+  deleteRetiredOrphans,
+  judgeDirectories,
+  type DirectoryWork,
+  type RetiredOrphan,
+} from "./directories";
+import { finishRemoval, retentionStateOf, type PendingRemoval } from "./removal";
+import { isTaskDirectoryRow } from "./rules";
+import { planDirectory, taskDirectory } from "./survey";
+import { prepareOrphanWalk, type OrphanWalk } from "./orphans";
+import { archiveUnderLocks, nextGeneration, type Candidate as ArchiveCandidate } from "./archive";
+import { judgeRows } from "./judge";
+
+type Ctx = JobContext<TaskDirectoriesConfig>;
+
+interface Candidate extends ArchiveCandidate {
+  item: DueItem;
+  bytes: number;
+}
+
+export interface Prepared {
+  settle: { item: DueItem; dueAt: Date | null; reason: string }[];
+  forget: string[];
+  candidates: Candidate[];
+  removals: PendingRemoval[];
+  directories: DirectoryWork | null;
+  walk: OrphanWalk | null;
+}
+
+export interface Applied {
+  removals: PendingRemoval[];
+  orphans: RetiredOrphan[];
+}
+
+const entryId = (companyId: string, issueId: string) => `isolated-workspaces/${companyId}/${issueId}`;
+
+export async function prepare(ctx: Ctx): Promise<Prepared> {
+  const prepared: Prepared = {
+    settle: [],
+    forget: [],
+    candidates: [],
+    removals: [],
+    directories: null,
+    walk: null,
+  };
+  if (ctx.scope === INSTANCE_SCOPE) {
+    prepared.walk = await prepareOrphanWalk(ctx);
+    return prepared;
+  }
+  const companyId = ctx.scope;
+  const due = await dueItems(ctx.db, DOMAIN, companyId, ctx.startedAt, LIMITS.itemsPerBatch);
+  const byWorkspace = new Map(
+    due.filter((d) => itemOf(d.itemId).kind === "ws").map((d) => [itemOf(d.itemId).id, d]),
+  );
+  prepared.directories = await judgeDirectories(
+    ctx,
+    companyId,
+    due.filter((d) => itemOf(d.itemId).kind === "dir"),
+  );
+  const rows = await workspaceRows(ctx.db, companyId, [...byWorkspace.keys()]);
+  const open: WorkspaceRow[] = [];
+  for (const [id, item] of byWorkspace) {
+    const row = rows.get(id);
+    const path = row?.source_issue_id
+      ? taskDirectory(ctx.instanceRoot, companyId, row.source_issue_id)
+      : null;
+    if (!row || !isTaskDirectoryRow(row, path)) {
+      prepared.forget.push(item.itemId);
+      continue;
+    }
+    const state = retentionStateOf(row.metadata);
+    if (isClosedWorkspaceStatus(row.status) && state) {
+      // Archived by this domain: the removal is finished here (after a crash, or a busy lock).
+      if (state.state !== "removed" && !ctx.dryRun) {
+        prepared.removals.push({ companyId, workspaceId: id, sourceIssueId: row.source_issue_id!, state });
+      }
+      prepared.settle.push({ item, dueAt: null, reason: "closed" });
+      continue;
+    }
+    // Open, or closed by someone else while its issue may still be bound to it (the orphan
+    // walk's closed-but-bound directory): judged alike, saved on that row and removed.
+    open.push(row);
+  }
+  const verdicts = await judgeRows(ctx, ctx.db, companyId, open);
+  const storage = storageFor(ctx.config.storage);
+  let key: Awaited<ReturnType<typeof restorePointKey>> | null = null;
+  for (const row of open) {
+    const item = byWorkspace.get(row.id)!;
+    const id = entryId(companyId, row.source_issue_id!);
+    const verdict = verdicts.get(row.id)!;
+    ctx.report.examined();
+    if (!verdict.save) {
+      keep(ctx, id, row, verdict.reason, verdict.detail);
+      prepared.settle.push({ item, dueAt: verdict.recheckAt, reason: verdict.reason });
+      continue;
+    }
+    // At most 8 saves per sweep; skipped workspaces above did not use up the limit.
+    if (ctx.signal.aborted || prepared.candidates.length >= LIMITS.savesPerSweep) {
+      ctx.continueNow();
+      continue;
+    }
+    const path = taskDirectory(ctx.instanceRoot, companyId, row.source_issue_id!);
+    const planned = await planDirectory(path, ctx.signal);
+    if ("refused" in planned) {
+      keep(ctx, id, row, planned.refused);
+      prepared.settle.push({ item, dueAt: null, reason: planned.refused });
+      continue;
+    }
+    if (ctx.dryRun) {
+      ctx.report.candidate(id, planned.bytes, { companyId });
+      log(ctx, row, "dry_run", null, planned.bytes, 0);
+      prepared.settle.push({ item, dueAt: null, reason: "dry_run" });
+      continue;
+    }
+    key ??= await restorePointKey(ctx.config, storage);
+    if (key === "refused") {
+      keep(ctx, id, row, "restore_points_refused");
+      prepared.settle.push({ item, dueAt: null, reason: "restore_points_refused" });
+      continue;
+    }
+    const result = await captureDirectory(
+      ctx.db,
+      storage,
+      key,
+      {
+        companyId,
+        workspaceId: row.id,
+        sourceIssueId: row.source_issue_id!,
+        generation: nextGeneration(row),
+        plan: planned.plan,
+        now: ctx.startedAt,
+      },
+      ctx.signal,
+    );
+    await ctx.faults.hit("task-directories.captured");
+    if (!result.ok) {
+      if (result.restorePointId) {
+        for (const d of await dropRestorePoint(ctx.db, companyId, result.restorePointId, ctx.startedAt)) {
+          ctx.deadlines.at(d.reason, d.dueAt, d.scope, d.domain as typeof DOMAIN);
+        }
+      }
+      keep(ctx, id, row, result.reason);
+      const retry = result.reason === "storage_unavailable" || result.reason === "task_directory_changed";
+      prepared.settle.push({
+        item,
+        dueAt: retry ? ctx.later(LIMITS.busyRetryMs) : null,
+        reason: result.reason,
+      });
+      continue;
+    }
+    prepared.candidates.push({ item, row, path, captured: result.captured, bytes: planned.bytes });
+  }
+  return prepared;
+}
+
+function keep(ctx: Ctx, id: string, row: WorkspaceRow, reason: string, detail?: string[]): void {
+  ctx.report.skip(id, reason, { companyId: row.company_id });
+  log(ctx, row, "skipped", reason, 0, 0, detail);
+}
+
+export function log(
+  ctx: Ctx,
+  row: Pick<WorkspaceRow, "id" | "company_id" | "source_issue_id">,
+  outcome: "removed" | "dry_run" | "skipped",
+  reason: string | null,
+  candidateBytes: number,
+  reclaimedBytes: number,
+  detail?: string[],
+): void {
+  ctx.log.info("task directory retention", {
+    event: "execution_workspace.task_directory_retention",
+    companyId: row.company_id,
+    executionWorkspaceId: row.id,
+    issueId: row.source_issue_id,
+    outcome,
+    reason,
+    ...(detail ? { consumers: detail } : {}),
+    candidateBytes,
+    reclaimedBytes,
+  });
+}
+
+export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Applied> {
+  if (prepared.walk) return prepared.walk.apply(tx);
+  const removals = [...prepared.removals];
+  for (const c of prepared.candidates) {
+    const id = entryId(c.row.company_id, c.row.source_issue_id!);
+    const archived = await archiveUnderLocks(ctx, tx, c);
+    if ("kept" in archived) {
+      for (const d of await dropRestorePoint(
+        tx,
+        c.row.company_id,
+        c.captured.restorePointId,
+        ctx.startedAt,
+      )) {
+        ctx.deadlines.at(d.reason, d.dueAt, d.scope, d.domain as typeof DOMAIN);
+      }
+      keep(ctx, id, c.row, archived.kept);
+      const retry = archived.kept === "lock_busy" || archived.kept === "live_or_unresolved_consumer";
+      prepared.settle.push({
+        item: c.item,
+        dueAt: retry ? ctx.later(LIMITS.busyRetryMs) : null,
+        reason: archived.kept,
+      });
+      continue;
+    }
+    ctx.report.candidate(id, c.bytes, { companyId: c.row.company_id });
+    removals.push({
+      companyId: c.row.company_id,
+      workspaceId: c.row.id,
+      sourceIssueId: c.row.source_issue_id!,
+      state: archived.state,
+      preserved: isClosedWorkspaceStatus(c.row.status),
+    });
+    prepared.settle.push({ item: c.item, dueAt: null, reason: "archived" });
+  }
+  await forgetItems(tx, DOMAIN, prepared.forget);
+  for (const s of prepared.settle) {
+    await settleItem(
+      tx,
+      { domain: DOMAIN, itemId: s.item.itemId, version: s.item.version },
+      s,
+      ctx.startedAt,
+    );
+    if (s.dueAt) ctx.deadlines.at("item", s.dueAt);
+  }
+  const orphans = prepared.directories ? await prepared.directories.apply(tx) : [];
+  return { removals, orphans };
+}
+
+export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
+  await deleteRetiredOrphans(ctx, applied.orphans);
+  for (const item of applied.removals) {
+    const id = entryId(item.companyId, item.sourceIssueId);
+    const row = { id: item.workspaceId, company_id: item.companyId, source_issue_id: item.sourceIssueId };
+    const result = await finishRemoval(
+      {
+        db: ctx.db,
+        now: ctx.startedAt,
+        deadlines: (requests) =>
+          requests.forEach((d) => ctx.deadlines.at(d.reason, d.dueAt, d.scope, d.domain as typeof DOMAIN)),
+        hit: (point) => ctx.faults.hit(point),
+      },
+      item,
+    );
+    if (result.outcome === "removed") {
+      ctx.report.removedEntry(id, result.bytes, { companyId: item.companyId });
+      log(ctx, row, "removed", null, result.bytes, result.bytes);
+      if (item.preserved) {
+        ctx.log.info("task directory cleanup", {
+          event: "execution_workspace.task_directory_cleanup",
+          companyId: item.companyId,
+          issueId: item.sourceIssueId,
+          outcome: "preserved_and_removed",
+          reason: null,
+          bytes: result.bytes,
+        });
+      }
+    } else if (result.outcome === "kept") {
+      if (result.reason === "already_removed") continue;
+      ctx.report.skip(id, result.reason, { companyId: item.companyId });
+      log(ctx, row, "skipped", result.reason, 0, 0);
+      if (result.retry) await retryItem(ctx, item);
+    } else {
+      ctx.report.failed(id, result.reason, { companyId: item.companyId });
+      log(ctx, row, "skipped", result.reason, 0, 0);
+      await retryItem(ctx, item);
+    }
+  }
+  await ctx.faults.hit("task-directories.finished");
+}
+
+/** A removal to try again in an hour: the workspace's item is due then. */
+async function retryItem(ctx: Ctx, item: PendingRemoval): Promise<void> {
+  const dueAt = ctx.later(LIMITS.busyRetryMs);
+  await wakeItems(
+    ctx.db,
+    [
+      {
+        domain: DOMAIN,
+        scope: item.companyId,
+        itemId: wsItem(item.workspaceId),
+        reason: "removal_retry",
+        dueAt,
+      },
+    ],
+    ctx.startedAt,
+  );
+  ctx.deadlines.at("item", dueAt);
+}

@@ -1,0 +1,251 @@
+/**
+ * The one way any domain reaches a directory below a configured top folder: nothing below the
+ * top folder is followed, read through or written through a symbolic link.
+ *
+ * Agents write into every tree Reclaim touches and may replace any directory with a link at
+ * any moment. lstat looks only at a path's last component; readdir, open, mkdir, rename and
+ * utimes resolve every component before it. So a link at any level above an entry would take a
+ * listing, a read, a rename or a write into the link's target.
+ *
+ *   - `ProvenDir.top(path)`: the configured top folder (`<instance>/skills`, ...), taken as
+ *     configured: a link there is the operator's (another disk) and is followed (stat). Its
+ *     device+inode identity is recorded.
+ *   - `dir.child(name)`: one lstat of the next level, which must be a real directory (never a
+ *     link: `PathRefused("symlink")`); its identity is recorded. A ProvenDir is that chain of
+ *     levels from the top folder down, each proven when it was reached.
+ *   - `dir.list()`: `confirm` (below), readdir with file types (d_type: no lstat per name),
+ *     then `recheck`: every level lstat'ed again, same identity, still no link. A listing taken
+ *     while any level was swapped is discarded (`PathRefused`).
+ *   - Per entry only one more syscall: `dir.lstatEntry(name)`, and `dir.confirm()` (one lstat
+ *     of the proven directory itself) before and after a rename, a write or a read: any level
+ *     above replaced by a link would lead the path to another directory, whose identity differs.
+ *   - Writes: `ensureDir` (one mkdir, never recursive), `createFile` (O_CREAT | O_EXCL |
+ *     O_NOFOLLOW, its times set through the descriptor), `rename` within the directory (undone
+ *     when the directory is found changed after it), `readFile` (packages/shared's bounded
+ *     reader: O_NOFOLLOW, fstat, at most limit+1 bytes).
+ * A refusal names the level (`at`): domains report it with its reason (`symlink`,
+ * `not_a_directory`, `path_changed`) and keep everything below it.
+ */
+import { constants, type Dirent, type Stats } from "node:fs";
+import { lstat, mkdir, open, readdir, rename, rmdir, stat } from "node:fs/promises";
+import path from "node:path";
+import { errnoCode, readFileBounded, type BoundedRead } from "@reclaim/shared";
+import type { Identity } from "./tree";
+
+/**
+ * Why a path was not used: a level or entry that is a link or not a directory, a level that is
+ * no longer the directory proven (`path_changed`); for an entry about to be renamed, gone
+ * (`missing`) or replaced since it was checked (`identity_changed`).
+ */
+export type PathRefusal = "symlink" | "not_a_directory" | "path_changed" | "missing" | "identity_changed";
+
+export class PathRefused extends Error {
+  constructor(
+    readonly reason: PathRefusal,
+    /** The level that refused (absolute path). */
+    readonly at: string,
+  ) {
+    super(`refusing ${at}: ${reason}`);
+    this.name = "PathRefused";
+  }
+}
+
+interface Level {
+  path: string;
+  dev: number;
+  ino: number;
+}
+
+const O_CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+
+const absent = (error: unknown) => {
+  const code = errnoCode(error);
+  return code === "ENOENT" || code === "ENOTDIR";
+};
+
+export class ProvenDir {
+  private constructor(
+    /** The levels from the top folder down to this directory. */
+    private readonly levels: readonly Level[],
+  ) {}
+
+  get path(): string {
+    return this.levels.at(-1)!.path;
+  }
+
+  get identity(): Identity {
+    const { dev, ino } = this.levels.at(-1)!;
+    return { dev, ino };
+  }
+
+  /** The path of `name` in this directory. */
+  join(name: string): string {
+    return path.join(this.path, name);
+  }
+
+  /**
+   * The configured top folder, followed as configured; null when it does not exist. One that
+   * is not a directory is refused (`not_a_directory`).
+   */
+  static async top(dir: string): Promise<ProvenDir | null> {
+    let info: Stats;
+    try {
+      info = await stat(dir);
+    } catch (error) {
+      if (absent(error)) return null;
+      throw error;
+    }
+    if (!info.isDirectory()) throw new PathRefused("not_a_directory", dir);
+    return new ProvenDir([{ path: dir, dev: info.dev, ino: info.ino }]);
+  }
+
+  /** The real directory `name` in this one, proven by one lstat; null when there is none. */
+  async child(name: string): Promise<ProvenDir | null> {
+    const info = await this.lstatEntry(name);
+    return info === null ? null : this.childFrom(name, info);
+  }
+
+  /** `name`, from the lstat the caller already made of it (no syscall). */
+  childFrom(name: string, info: Stats): ProvenDir {
+    const at = this.join(name);
+    if (info.isSymbolicLink()) throw new PathRefused("symlink", at);
+    if (!info.isDirectory()) throw new PathRefused("not_a_directory", at);
+    return new ProvenDir([...this.levels, { path: at, dev: info.dev, ino: info.ino }]);
+  }
+
+  /** lstat of the entry `name` (never followed); null when it is gone. */
+  async lstatEntry(name: string): Promise<Stats | null> {
+    try {
+      return await lstat(this.join(name));
+    } catch (error) {
+      if (absent(error)) return null;
+      throw error;
+    }
+  }
+
+  /**
+   * The entries of this directory with their types (from the listing, no lstat per entry).
+   * None when it is gone. Discarded, with `PathRefused`, when any level changed meanwhile.
+   */
+  async list(): Promise<Dirent[]> {
+    // Before: a level replaced by a link since it was proven leads here elsewhere; nothing is read.
+    try {
+      await this.confirm();
+    } catch (error) {
+      if (error instanceof PathRefused && error.reason === "missing") return [];
+      throw error;
+    }
+    let entries: Dirent[];
+    try {
+      entries = await readdir(this.path, { withFileTypes: true });
+    } catch (error) {
+      if (absent(error)) return [];
+      throw error;
+    }
+    await this.recheck();
+    return entries;
+  }
+
+  /**
+   * Every level again, top down: still a real directory with the identity it was proven with
+   * (the top folder: followed, as configured). Throws `PathRefused` naming the first that is not.
+   */
+  async recheck(): Promise<void> {
+    for (const [i, level] of this.levels.entries()) {
+      let info: Stats;
+      try {
+        info = i === 0 ? await stat(level.path) : await lstat(level.path);
+      } catch (error) {
+        if (absent(error)) throw new PathRefused("path_changed", level.path);
+        throw error;
+      }
+      if (info.isSymbolicLink()) throw new PathRefused("symlink", level.path);
+      if (!info.isDirectory() || info.dev !== level.dev || info.ino !== level.ino)
+        throw new PathRefused("path_changed", level.path);
+    }
+  }
+
+  /**
+   * One lstat of this directory: still the one that was proven. Enough around an operation on
+   * one entry: a level above replaced by a link leads the path to another directory.
+   */
+  async confirm(): Promise<void> {
+    let info: Stats;
+    try {
+      info = this.levels.length === 1 ? await stat(this.path) : await lstat(this.path);
+    } catch (error) {
+      // Removed meanwhile (or a level above it was): nothing of it is left to act on.
+      if (absent(error)) throw new PathRefused("missing", this.path);
+      throw error;
+    }
+    if (info.isSymbolicLink()) throw new PathRefused("symlink", this.path);
+    const { dev, ino } = this.identity;
+    if (!info.isDirectory() || info.dev !== dev || info.ino !== ino)
+      throw new PathRefused("path_changed", this.path);
+  }
+
+  /** Reads the file `name` (never through a link, at most `limit` bytes), confirming this directory around it. */
+  async readFile(name: string, limit: number): Promise<BoundedRead> {
+    await this.confirm();
+    const read = await readFileBounded(this.join(name), limit);
+    await this.confirm();
+    return read;
+  }
+
+  /** The directory `name` in this one, created (one level, never recursive) when missing. */
+  async ensureDir(name: string): Promise<ProvenDir> {
+    await this.confirm();
+    try {
+      await mkdir(this.join(name));
+    } catch (error) {
+      // Made meanwhile, or there already (a link or a file there is refused just below).
+      if (errnoCode(error) !== "EEXIST") throw error;
+    }
+    const made = await this.child(name);
+    if (made === null) throw new PathRefused("path_changed", this.join(name));
+    await this.confirm();
+    return made;
+  }
+
+  /**
+   * Creates the new file `name` (never through a link, never over an existing entry: EEXIST
+   * is thrown) with `content`, its modification time set to `mtime` through the descriptor.
+   */
+  async createFile(name: string, content: string, mtime: Date): Promise<void> {
+    await this.confirm();
+    const handle = await open(this.join(name), O_CREATE_NEW, 0o644);
+    try {
+      await handle.writeFile(content);
+      await handle.utimes(mtime, mtime);
+    } finally {
+      await handle.close();
+    }
+    await this.confirm();
+  }
+
+  /**
+   * Renames the entry `from` of this directory to `to`, in this directory. When the directory
+   * is found changed afterwards the rename is undone (best effort) and refused.
+   */
+  async rename(from: string, to: string): Promise<void> {
+    await this.confirm();
+    await rename(this.join(from), this.join(to));
+    try {
+      await this.confirm();
+    } catch (error) {
+      await rename(this.join(to), this.join(from)).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Removes the entry `name` when it is an empty directory (rmdir never follows a link). */
+  async removeEmptyDir(name: string): Promise<boolean> {
+    await this.confirm();
+    try {
+      await rmdir(this.join(name));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}

@@ -1,0 +1,3 @@
+export * from "./types";
+export { runReopen, type ReopenDeps } from "./run";
+export * from "./queue";

@@ -1,0 +1,156 @@
+/**
+ * Isolated task directories through the real worker, on real directories, PostgreSQL, Redis
+ * and local_disk storage: a closed task's directory is saved in a sealed restore point and
+ * removed, and a reopen brings back every byte, mode and link target; a file touched between
+ * capture and deletion keeps the directory (`task_directory_changed`); the skip reasons.
+ */
+import { utimes } from "node:fs/promises";
+import path from "node:path";
+import { FaultPoints } from "@reclaim/core";
+import { startStack, waitFor, type Stack } from "@reclaim/testkit";
+import {
+  closeEvent as close,
+  exists,
+  snapshotOf,
+  task as makeTask,
+  TASK_ENV as ENV,
+  workspaceRow as rowOf,
+  type Task,
+} from "@reclaim/testkit/src/fixtures/task-directories";
+
+let stack: Stack;
+let touchBeforeRename: (() => Promise<void>) | null = null;
+beforeAll(async () => {
+  stack = await startStack({
+    env: ENV,
+    faults: FaultPoints.of({
+      "task-directories.before-recheck": async () => {
+        await touchBeforeRename?.();
+      },
+    }),
+  });
+});
+afterAll(async () => stack?.stop());
+
+const task = () => makeTask(stack);
+const closeEvent = (t: Task) => close(stack, t);
+const workspaceRow = (t: Task) => rowOf(stack, t);
+
+describe("a closed task's directory", () => {
+  it("is saved, removed, and restored by a reopen with every byte, mode and link target (local_disk)", async () => {
+    const t = await task();
+    const before = await snapshotOf(t.dir);
+    delete before["node_modules"];
+    delete before["node_modules/left-out"];
+    delete before["node_modules/left-out/index.js"];
+    await closeEvent(t);
+    const removedState = async () =>
+      ((await workspaceRow(t)).metadata as { isolatedTaskDirectoryRetention?: { state: string } } | null)
+        ?.isolatedTaskDirectoryRetention?.state;
+    await waitFor(async () => !(await exists(t.dir)) && (await removedState()) === "removed", {
+      what: "the directory removed",
+      timeoutMs: 30_000,
+    });
+    const row = await workspaceRow(t);
+    const state = (row.metadata as { isolatedTaskDirectoryRetention: Record<string, string> })
+      .isolatedTaskDirectoryRetention;
+    expect(state).toMatchObject({ state: "removed", path: t.dir });
+    expect(state.expiredName!.length).toBeLessThanOrEqual(t.issue.length);
+    const rp = await stack.db.executionWorkspaceRestorePoint.findUniqueOrThrow({
+      where: { id: state.restorePointId },
+    });
+    expect([rp.status, rp.kind]).toEqual(["active", "task_directory"]);
+    expect(rp.storageKey).toContain(`git-restore-points/${t.workspace}/`);
+    expect(rp.storageKey).toContain("/task-directory/");
+    const actions = (await stack.db.activityLog.findMany({ where: { entityId: t.workspace } })).map(
+      (a) => a.action,
+    );
+    expect(actions).toEqual(
+      expect.arrayContaining([
+        "execution_workspace.task_directory_archived",
+        "execution_workspace.task_directory_removed",
+      ]),
+    );
+    // Nothing outside the instance was read or followed: the link is saved as a link.
+    const reopened = await stack.api(
+      "POST",
+      `/v1/companies/${t.company}/execution-workspaces/${t.workspace}/reopen?wait=60`,
+      { reason: "run" },
+    );
+    expect(reopened.body).toMatchObject({ outcome: "restored", path: t.dir, restorePointId: rp.id });
+    expect(await snapshotOf(t.dir)).toEqual(before);
+    expect((await workspaceRow(t)).status).toBe("active");
+    const after = await stack.db.executionWorkspaceRestorePoint.findUniqueOrThrow({ where: { id: rp.id } });
+    expect(["superseded", "deleted"]).toContain(after.status);
+    const again = await stack.api(
+      "POST",
+      `/v1/companies/${t.company}/execution-workspaces/${t.workspace}/reopen?wait=60`,
+      { reason: "comment" },
+    );
+    expect(again.body.outcome).toBe("already_applied");
+  });
+
+  it("is kept when a file is touched between the capture and the deletion (task_directory_changed)", async () => {
+    const t = await task();
+    touchBeforeRename = async () => {
+      const at = new Date();
+      await utimes(path.join(t.dir, "run.sh"), at, at);
+      touchBeforeRename = null;
+    };
+    await closeEvent(t);
+    const reports = await stack.waitForReports("task-directories", (rs) =>
+      rs.some((r) => r.skipped["task_directory_changed"]),
+    );
+    expect(reports.length).toBeGreaterThan(0);
+    expect(await exists(path.join(t.dir, "reports", "summary.md"))).toBe(true);
+    const row = await workspaceRow(t);
+    expect(row.status).toBe("active");
+    const rps = await stack.db.executionWorkspaceRestorePoint.findMany({
+      where: { executionWorkspaceId: t.workspace },
+    });
+    expect(rps.map((r) => r.status)).toEqual(expect.arrayContaining(["delete_requested"]));
+    expect(rps.some((r) => r.status === "active")).toBe(false);
+  });
+
+  it.each([
+    [
+      "issue_not_bound",
+      async (t: Task) =>
+        stack.db.issue.update({ where: { id: t.issue }, data: { executionWorkspaceId: null } }),
+    ],
+    [
+      "live_or_unresolved_consumer",
+      async (t: Task) =>
+        stack.db.heartbeatRun.create({
+          data: { companyId: t.company, status: "running", contextSnapshot: { issueId: t.issue } },
+        }),
+    ],
+    [
+      "task_directory_in_use",
+      async (t: Task) =>
+        stack.db.projectWorkspace.create({
+          data: { companyId: t.company, cwd: path.join(t.dir, "reports") },
+        }),
+    ],
+    [
+      "unsupported_filesystem_entry",
+      async (t: Task) => {
+        const { execFileSync } = await import("node:child_process");
+        execFileSync("mkfifo", [path.join(t.dir, "pipe")]);
+      },
+    ],
+  ])("is kept with %s", async (reason, arrange) => {
+    const t = await task();
+    await arrange(t);
+    await closeEvent(t);
+    await stack.waitForReports("task-directories", (rs) =>
+      rs.some((r) =>
+        (r.entries ?? []).some(
+          (e) => e.id === `isolated-workspaces/${t.company}/${t.issue}` && e.reason === reason,
+        ),
+      ),
+    );
+    expect(await exists(path.join(t.dir, "run.sh"))).toBe(true);
+    expect((await workspaceRow(t)).status).toBe("active");
+  });
+});

@@ -1,0 +1,83 @@
+/**
+ * Per-item deadlines against real PostgreSQL: a wake-up never postpones an earlier due time,
+ * a job's verdict never overwrites a wake-up that came while it judged the item, and only
+ * scheduled items make a company due.
+ */
+import { randomUUID } from "node:crypto";
+import {
+  createDb,
+  dueItems,
+  nextItemDue,
+  scopesWithItems,
+  settleItem,
+  wakeItems,
+  type Db,
+} from "@reclaim/core";
+import { createTestDatabase, type TestDatabase } from "@reclaim/testkit";
+
+const DOMAIN = "git-restore-points";
+let database: TestDatabase;
+let db: Db;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  db = createDb(database.url);
+});
+afterAll(async () => {
+  await db.$disconnect();
+  await database.drop();
+});
+
+const at = (minutes: number) => new Date(Date.UTC(2026, 11, 5, 12, minutes));
+
+it("a wake-up keeps the earlier due time and returns the ledger request for it", async () => {
+  const company = randomUUID();
+  const item = randomUUID();
+  const wake = (dueAt: Date, reason: string) =>
+    wakeItems(db, [{ domain: DOMAIN, scope: company, itemId: item, reason, dueAt }], at(0));
+  expect(await wake(at(30), "idle")).toEqual([
+    { domain: DOMAIN, scope: company, reason: "idle", dueAt: at(30) },
+  ]);
+  await wake(at(50), "terminal");
+  await wake(at(10), "issue.changed");
+  const due = await dueItems(db, DOMAIN, company, at(20), 10);
+  expect(due).toEqual([expect.objectContaining({ itemId: item, reason: "issue.changed", dueAt: at(10) })]);
+  expect(await dueItems(db, DOMAIN, company, at(5), 10)).toEqual([]);
+});
+
+it("a verdict is written only when no wake-up came while the item was judged", async () => {
+  const company = randomUUID();
+  const item = randomUUID();
+  await wakeItems(
+    db,
+    [{ domain: DOMAIN, scope: company, itemId: item, reason: "startup", dueAt: at(0) }],
+    at(0),
+  );
+  const [seen] = await dueItems(db, DOMAIN, company, at(1), 10);
+  // An event wakes it while the job judges it: the verdict (nothing until an event) is dropped.
+  await wakeItems(
+    db,
+    [{ domain: DOMAIN, scope: company, itemId: item, reason: "issue.changed", dueAt: at(2) }],
+    at(2),
+  );
+  expect(
+    await settleItem(db, { domain: DOMAIN, ...seen! }, { dueAt: null, reason: "tree_open" }, at(3)),
+  ).toBe(false);
+  const [again] = await dueItems(db, DOMAIN, company, at(3), 10);
+  expect(again).toEqual(expect.objectContaining({ reason: "startup", dueAt: at(0) }));
+  expect(
+    await settleItem(db, { domain: DOMAIN, ...again! }, { dueAt: null, reason: "tree_open" }, at(4)),
+  ).toBe(true);
+  expect(await dueItems(db, DOMAIN, company, at(100), 10)).toEqual([]);
+  expect(await nextItemDue(db, DOMAIN, company)).toBeNull();
+  // A wake-up of an unscheduled item schedules it.
+  await wakeItems(
+    db,
+    [{ domain: DOMAIN, scope: company, itemId: item, reason: "workspace.changed", dueAt: at(9) }],
+    at(5),
+  );
+  expect(await nextItemDue(db, DOMAIN, company)).toEqual(at(9));
+  expect(await scopesWithItems(db, DOMAIN)).toEqual(
+    expect.arrayContaining([{ scope: company, dueAt: at(9) }]),
+  );
+});

@@ -1,0 +1,121 @@
+/**
+ * Below a configured top folder nothing is followed, read through or written through
+ * (packages/core/src/fs/proven-dir.ts): a level that is a symlink is refused when it is
+ * reached, and one replaced by a link after it was proven is refused before a listing, a
+ * read, a write or a rename goes through it. Each target is a directory outside the tree
+ * whose listing, times, contents and access times are compared before and after.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, readdir, rename, symlink, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { PathRefused, ProvenDir } from "@reclaim/core";
+import { outsideDir, tempDir, type Outside } from "@reclaim/testkit";
+
+let root: { path: string; remove(): Promise<void> };
+let outside: Outside;
+beforeEach(async () => {
+  root = await tempDir("reclaim-proven-");
+  outside = await outsideDir({ "b/entry/file": "outside", "b/state.json": "{}", marker: "" });
+});
+afterEach(async () => {
+  await root.remove();
+  await outside.remove();
+});
+
+async function refusal(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof PathRefused) return `${error.reason} ${path.relative(root.path, error.at)}`;
+    throw error;
+  }
+  return "accepted";
+}
+
+describe("a level below the top folder that is a symlink", () => {
+  it("is refused when it is reached, and nothing in its target is read", async () => {
+    await symlink(outside.path, path.join(root.path, "a"));
+    const top = (await ProvenDir.top(root.path))!;
+    expect(await refusal(top.child("a"))).toBe("symlink a");
+    expect((await top.list()).map((e) => [e.name, e.isSymbolicLink()])).toEqual([["a", true]]);
+    expect(await outside.changes()).toEqual([]);
+  });
+
+  it("is refused at any depth (a file in its place is not a directory)", async () => {
+    await mkdir(path.join(root.path, "a"));
+    await symlink(path.join(outside.path, "b"), path.join(root.path, "a", "b"));
+    await writeFile(path.join(root.path, "a", "f"), "x");
+    const a = (await (await ProvenDir.top(root.path))!.child("a"))!;
+    expect(await refusal(a.child("b"))).toBe("symlink a/b");
+    expect(await refusal(a.child("f"))).toBe("not_a_directory a/f");
+    expect(await a.child("missing")).toBeNull();
+    expect(await outside.changes()).toEqual([]);
+  });
+});
+
+describe("the top folder is taken as configured", () => {
+  it("a top folder that is a symlink (another disk) is followed", async () => {
+    await mkdir(path.join(root.path, "disk", "a"), { recursive: true });
+    await symlink(path.join(root.path, "disk"), path.join(root.path, "top"));
+    const top = (await ProvenDir.top(path.join(root.path, "top")))!;
+    expect((await top.list()).map((e) => e.name)).toEqual(["a"]);
+    expect(await top.child("a")).not.toBeNull();
+    expect(await ProvenDir.top(path.join(root.path, "none"))).toBeNull();
+  });
+});
+
+describe("a level replaced by a symlink after it was proven", () => {
+  let b: ProvenDir;
+  beforeEach(async () => {
+    await mkdir(path.join(root.path, "a", "b", "entry"), { recursive: true });
+    await writeFile(path.join(root.path, "a", "b", "state.json"), "{}");
+    b = (await (await (await ProvenDir.top(root.path))!.child("a"))!.child("b"))!;
+    // Swapped: `a` moved away, a link to a tree of the same shape outside in its place.
+    await rename(path.join(root.path, "a"), path.join(root.path, "a-moved"));
+    await symlink(outside.path, path.join(root.path, "a"));
+  });
+
+  it("refuses to list, read, create, make a directory or rename through it", async () => {
+    expect(await refusal(b.list())).toBe("path_changed a/b");
+    expect(await refusal(b.readFile("state.json", 1024))).toBe("path_changed a/b");
+    expect(await refusal(b.createFile("marker", "x", new Date()))).toBe("path_changed a/b");
+    expect(await refusal(b.ensureDir("made"))).toBe("path_changed a/b");
+    expect(await refusal(b.rename("entry", "renamed"))).toBe("path_changed a/b");
+    expect(await refusal(b.recheck())).toBe("symlink a");
+    expect(await outside.changes()).toEqual([]);
+  });
+});
+
+describe("writing in a proven directory never goes through a link at the name", () => {
+  it("createFile does not write through a symlink or over an existing file; ensureDir refuses a link", async () => {
+    const top = (await ProvenDir.top(root.path))!;
+    await symlink(path.join(outside.path, "marker"), path.join(root.path, "marker"));
+    await symlink(path.join(outside.path, "new-file"), path.join(root.path, "dangling"));
+    await symlink(path.join(outside.path, "b"), path.join(root.path, "dir"));
+    await expect(top.createFile("marker", "x", new Date())).rejects.toMatchObject({ code: "EEXIST" });
+    await expect(top.createFile("dangling", "x", new Date())).rejects.toMatchObject({ code: "EEXIST" });
+    expect(await refusal(top.ensureDir("dir"))).toBe("symlink dir");
+    expect(await outside.changes()).toEqual([]);
+    expect(existsSync(path.join(outside.path, "new-file"))).toBe(false);
+
+    const when = new Date("2020-05-05T00:00:00Z");
+    await top.createFile("made", "content", when);
+    const made = await top.lstatEntry("made");
+    expect(made!.mtime.getTime()).toBe(when.getTime());
+    expect((await top.ensureDir("sub")).path).toBe(path.join(root.path, "sub"));
+  });
+
+  it("reads a file only when it is a regular file within the limit, never through a link", async () => {
+    const top = (await ProvenDir.top(root.path))!;
+    await symlink(path.join(outside.path, "b", "state.json"), path.join(root.path, "state.json"));
+    await writeFile(path.join(root.path, "big.json"), Buffer.alloc(2048, 32));
+    execFileSync("mkfifo", [path.join(root.path, "fifo")]);
+    expect(await top.readFile("state.json", 1024)).toEqual({ status: "symlink" });
+    expect(await top.readFile("big.json", 1024)).toEqual({ status: "too_large" });
+    expect(await top.readFile("fifo", 1024)).toEqual({ status: "not_a_file" });
+    expect(await top.readFile("missing", 1024)).toEqual({ status: "missing" });
+    expect(await outside.changes()).toEqual([]);
+    expect((await readdir(root.path)).sort()).toEqual(["big.json", "fifo", "state.json"]);
+  });
+});
