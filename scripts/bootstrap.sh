@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bootstrap shared by `npm run demo`, `npm test`, `npm run migrate` and `npm run bench`:
+# Bootstrap shared by `npm run demo`, `npm test` and `npm run bench`:
 #   1. install npm dependencies when node_modules is missing or older than package-lock.json;
 #   2. find PostgreSQL and Redis at DATABASE_URL / REDIS_URL, or start them: an installed
 #      Debian cluster or redis-server first, then Debian's packages (apt-get), then
@@ -124,5 +124,5 @@ if ! reachable "$redis_host" "$redis_port"; then
 fi
 
 if [ "$services_only" = 0 ]; then
-  npx --no-install tsx scripts/generate.ts
+  node scripts/generate.js
 fi

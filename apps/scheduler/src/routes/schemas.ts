@@ -22,7 +22,7 @@ export const scopeParam = z.union([z.uuid(), z.literal("instance")]);
 
 export const reportEntry = z.object({
   id: z.string(),
-  outcome: z.enum(["candidate", "removed", "kept", "skipped", "noted", "failed"]),
+  outcome: z.enum(["candidate", "removed", "kept", "skipped", "noted", "failed", "rolled_back"]),
   reason: z.string().optional(),
   bytes: z.number().optional(),
   companyId: z.string().nullable().optional(),

@@ -8,12 +8,25 @@
  * that does not exist yet is created first (development and demo machines).
  */
 import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
 
 const run = promisify(execFile);
-export const REPO_ROOT = path.resolve(__dirname, "../../../..");
+
+/**
+ * The repository: the first folder above this file that holds prisma/schema.prisma (the
+ * sources are four levels below it, the compiled dist/ tree five).
+ */
+function repositoryRoot(): string {
+  for (let dir = __dirname; ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, "prisma", "schema.prisma"))) return dir;
+    if (dir === path.dirname(dir)) throw new Error(`no prisma/schema.prisma above ${__dirname}`);
+  }
+}
+
+export const REPO_ROOT = repositoryRoot();
 const PRISMA_CLI = path.join(REPO_ROOT, "node_modules/prisma/build/index.js");
 const PRISMA_CONFIG = path.join(REPO_ROOT, "prisma/prisma.config.ts");
 

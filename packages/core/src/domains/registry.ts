@@ -2,6 +2,7 @@
  * The domains this build implements. A domain id listed in ids.ts without an entry here
  * is known (its queue name and API paths are reserved) but not implemented yet.
  */
+import { gitRestorePoints } from "./git-restore-points";
 import type { DomainId } from "./ids";
 import { nativeSessionBackups } from "./native-session-backups";
 import { nativeWorkspaceSync } from "./native-workspace-sync";
@@ -16,6 +17,7 @@ export const IMPLEMENTED_DOMAINS: readonly AnyDomain[] = [
   nativeSessionBackups,
   restorePointRetention,
   taskDirectories,
+  gitRestorePoints,
 ];
 
 export const domainRegistry: ReadonlyMap<DomainId, AnyDomain> = new Map(

@@ -15,13 +15,19 @@ import { PathRefused, type ProvenDir } from "./proven-dir";
 import { retiredName, retiredPrefixOf, type RetiredPrefix } from "./retired-names";
 import { sameIdentity, treeStats, type Identity } from "./tree";
 
-/** Renames the real directory `name` of `dir` aside; returns its retired name. */
+/**
+ * Renames the real directory `name` of `dir` aside; returns its retired name. `retired`: the
+ * name to use, when the caller recorded it before the rename (so a later sweep knows exactly
+ * what to finish); it must carry `prefix`.
+ */
 export async function retire(
   dir: ProvenDir,
   name: string,
   prefix: RetiredPrefix,
   expect?: Identity,
+  retired: string = retiredName(prefix),
 ): Promise<string> {
+  if (retiredPrefixOf(retired) !== prefix) throw new Error(`BUG: ${retired} is not a ${prefix} name`);
   const at = dir.join(name);
   const info = await dir.lstatEntry(name);
   if (info === null) throw new PathRefused("missing", at);
@@ -30,7 +36,6 @@ export async function retire(
   if (expect && !sameIdentity(expect, { dev: info.dev, ino: info.ino })) {
     throw new PathRefused("identity_changed", at);
   }
-  const retired = retiredName(prefix);
   try {
     await dir.rename(name, retired);
   } catch (error) {

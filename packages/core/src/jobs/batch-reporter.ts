@@ -59,6 +59,15 @@ export class BatchReporter {
     this.push({ id, outcome: "noted", reason, ...extra });
   }
 
+  /**
+   * Removal was prepared (a restore point saved) and undone because the entry changed under
+   * its locks: kept, because `reason`, and counted among the skips like one.
+   */
+  rolledBack(id: string, reason: string, extra: Partial<ReportEntry> = {}): void {
+    this.skipped[reason] = (this.skipped[reason] ?? 0) + 1;
+    this.push({ id, outcome: "rolled_back", reason, ...extra });
+  }
+
   /** Removal was attempted and failed; it is retried later. */
   failed(id: string, reason: string, extra: Partial<ReportEntry> = {}): void {
     this.skipped[reason] = (this.skipped[reason] ?? 0) + 1;

@@ -11,9 +11,11 @@ import { companyIdOf, scopeOf, type Scope } from "./scope";
  * How an entry ended. `skipped` means exactly "kept, because <reason>" (and counts in the
  * report's `skipped`); `noted` is neither kept nor removed by this batch: the entry vanished
  * before it was acted on, or a leftover was put back (`unconfirmed_copy_restored`). Noted
- * entries are listed with their reason but never counted as skips.
+ * entries are listed with their reason but never counted as skips. `rolled_back` (issue 11,
+ * additive): removal was prepared and undone because the entry changed under its locks; it
+ * is kept, and counted among the skips with its reason like a `skipped` entry.
  */
-export type EntryOutcome = "candidate" | "removed" | "kept" | "skipped" | "noted" | "failed";
+export type EntryOutcome = "candidate" | "removed" | "kept" | "skipped" | "noted" | "failed" | "rolled_back";
 
 /** One entry a check looked at: a folder, a cache version, a restore point... */
 export interface ReportEntry {

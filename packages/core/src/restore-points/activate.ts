@@ -6,7 +6,7 @@
  */
 import type { StorageProvider } from "@reclaim/shared";
 import { StorageError } from "@reclaim/shared";
-import type { Db, Tx } from "../db";
+import type { Db, Prisma, Tx } from "../db";
 import type { ExecutionWorkspaceRestorePointModel as Row } from "../db/generated/models/ExecutionWorkspaceRestorePoint";
 import { ReclaimError } from "../errors";
 import { findRestorePoint } from "./find";
@@ -25,7 +25,15 @@ export interface ActivateInput {
   keyFingerprint: string;
 }
 
-async function verifyStored(storage: StorageProvider, row: Row, input: ActivateInput): Promise<void> {
+/**
+ * Reads the stored object back in full and checks every fact the caller declares (hash,
+ * size, the key header's format version and key fingerprint). Outside any transaction.
+ */
+export async function verifyStored(
+  storage: StorageProvider,
+  row: Pick<Row, "id" | "storageProvider" | "storageKey">,
+  input: Omit<ActivateInput, "companyId" | "id">,
+): Promise<void> {
   if (row.storageProvider !== storage.kind) {
     throw new ReclaimError("RECLAIM_ERR_RESTORE_POINT_STATE", {
       message: `restore point ${row.id} was registered with ${row.storageProvider} storage, but storage is configured as ${storage.kind}`,
@@ -84,6 +92,8 @@ export async function recordActivation(
   db: Db | Tx,
   input: ActivateInput,
   at: Date,
+  /** Replaces the row's metadata (a domain keeps its manifest there). */
+  metadata?: Prisma.InputJsonValue,
 ): Promise<{ count: number }> {
   return db.executionWorkspaceRestorePoint.updateMany({
     where: { id: input.id, companyId: input.companyId, status: "pending" },
@@ -99,6 +109,7 @@ export async function recordActivation(
       lastError: null,
       retryAt: null,
       updatedAt: at,
+      ...(metadata === undefined ? {} : { metadata }),
     },
   });
 }

@@ -26,7 +26,7 @@ export { storageFor } from "../storage";
 export { readBack, type StoredFacts } from "./read-back";
 export { findRestorePoint } from "./find";
 export { registerRestorePoint, type RegisterInput } from "./register";
-export { activateRestorePoint, recordActivation, type ActivateInput } from "./activate";
+export { activateRestorePoint, recordActivation, verifyStored, type ActivateInput } from "./activate";
 export { supersedeRestorePoint } from "./supersede";
 export { requestRestorePointDeletion } from "./request-deletion";
 export { listRestorePoints, type ListInput } from "./list";

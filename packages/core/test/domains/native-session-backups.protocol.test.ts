@@ -178,7 +178,9 @@ describe("the expiry protocol", () => {
     const finished = next.entries.filter((e) => e.id.includes(s.scope));
     expect(finished.at(-1)).toMatchObject({ outcome: "removed", reason: "confirmed_copy_interrupted" });
     expect(await backups(s.scope)).toEqual([]);
-    expect(await stack.db.reclaimConfirmedRetirement.count({ where: { path: { contains: s.scope } } })).toBe(0);
+    expect(await stack.db.reclaimConfirmedRetirement.count({ where: { path: { contains: s.scope } } })).toBe(
+      0,
+    );
   });
 
   it("a crash after restoring the newest unconfirmed copy: the next sweep drops the others and judges the restored one", async () => {

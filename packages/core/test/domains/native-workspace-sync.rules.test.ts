@@ -46,8 +46,16 @@ describe("a folder is removed", () => {
     const c = company();
     const run = await insertRun(stack, { companyId: c });
     await insertFinalization(stack, { companyId: c, runId: run, phase: "running" });
-    await insertRecoveryAction(stack, { companyId: c, runId: run, cause: "native_workspace_sync_out_unsafe_archive" });
-    await insertRecoveryAction(stack, { companyId: c, runId: run, cause: "native_execution_ownership_unverified" });
+    await insertRecoveryAction(stack, {
+      companyId: c,
+      runId: run,
+      cause: "native_workspace_sync_out_unsafe_archive",
+    });
+    await insertRecoveryAction(stack, {
+      companyId: c,
+      runId: run,
+      cause: "native_execution_ownership_unverified",
+    });
     await stack.db.historicalRecoveryAdoption.create({
       data: { companyId: c, heartbeatRunId: run, status: "pending" },
     });
@@ -174,7 +182,12 @@ describe("a folder is kept", () => {
   it.each(["active", "escalated"])("while an %s workspace export names the run", async (status) => {
     const c = company();
     const run = await insertRun(stack, { companyId: c, syncRef: true });
-    await insertRecoveryAction(stack, { companyId: c, runId: run, status, cause: "native_workspace_sync_out_unsafe_archive" });
+    await insertRecoveryAction(stack, {
+      companyId: c,
+      runId: run,
+      status,
+      cause: "native_workspace_sync_out_unsafe_archive",
+    });
     await makeFolder(stack, run);
     expect(reasonOf(await sweep(stack, c), run)).toBe("workspace_export_active");
   });
@@ -187,9 +200,25 @@ describe("a folder is kept", () => {
     const verified = await insertRun(stack, { companyId: c, syncRef: true });
     const unverified = "native_execution_ownership_unverified";
     await insertRecoveryAction(stack, { companyId: c, runId: active, cause: unverified });
-    await insertRecoveryAction(stack, { companyId: c, runId: escalated, status: "escalated", cause: "stranded_run", evidence: { ownerVerified: false } });
-    await insertRecoveryAction(stack, { companyId: c, runId: resolved, status: "resolved", cause: unverified });
-    await insertRecoveryAction(stack, { companyId: c, runId: verified, cause: "stranded_run", evidence: { ownerVerified: true } });
+    await insertRecoveryAction(stack, {
+      companyId: c,
+      runId: escalated,
+      status: "escalated",
+      cause: "stranded_run",
+      evidence: { ownerVerified: false },
+    });
+    await insertRecoveryAction(stack, {
+      companyId: c,
+      runId: resolved,
+      status: "resolved",
+      cause: unverified,
+    });
+    await insertRecoveryAction(stack, {
+      companyId: c,
+      runId: verified,
+      cause: "stranded_run",
+      evidence: { ownerVerified: true },
+    });
     for (const run of [active, escalated, resolved, verified]) await makeFolder(stack, run);
     const report = await sweep(stack, c);
     expect(reasonOf(report, active)).toBe("recovery_action_unverified");

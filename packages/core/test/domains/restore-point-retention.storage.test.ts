@@ -16,13 +16,7 @@ import {
   type S3Options,
   type StorageProvider,
 } from "@reclaim/shared";
-import {
-  createTestBucket,
-  startStack,
-  waitFor,
-  type Stack,
-  type TestBucket,
-} from "@reclaim/testkit";
+import { createTestBucket, startStack, waitFor, type Stack, type TestBucket } from "@reclaim/testkit";
 import {
   advanceDeadlines,
   DAY_MS,

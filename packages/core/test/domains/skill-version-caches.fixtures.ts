@@ -91,7 +91,12 @@ export async function insertSkill(
   });
   if (rebuildable)
     await stack.db.companySkillVersionPackage.createMany({
-      data: versions.map((id) => ({ companyId, companySkillVersionId: id, kind: "git_recipe", recipe: GIT_RECIPE })),
+      data: versions.map((id) => ({
+        companyId,
+        companySkillVersionId: id,
+        kind: "git_recipe",
+        recipe: GIT_RECIPE,
+      })),
     });
   await stack.db.companySkill.create({
     data: { id: skillId, companyId, currentVersionId: current === null ? null : versions[current]! },

@@ -35,7 +35,10 @@ async function oldVersion(stack: Stack, pkg: Package): Promise<SkillFixture & { 
   const skill = await cachedSkill(stack, c, 2);
   const old = skill.versions[0]!;
   await stack.db.companySkillVersionPackage.deleteMany({ where: { companySkillVersionId: old } });
-  if (pkg !== null) await stack.db.companySkillVersionPackage.create({ data: { companyId: c, companySkillVersionId: old, ...pkg } as never });
+  if (pkg !== null)
+    await stack.db.companySkillVersionPackage.create({
+      data: { companyId: c, companySkillVersionId: old, ...pkg } as never,
+    });
   return { ...skill, old };
 }
 
@@ -52,15 +55,27 @@ describe("with local_disk storage", () => {
   afterAll(async () => stack?.stop());
 
   it("a version whose durable package is in the configured storage now, with its recorded size, is evicted", async () => {
-    const s = await oldVersion(stack, { kind: "storage", storageKey: "skill-packages/p1.tar", byteSize: 1000n });
+    const s = await oldVersion(stack, {
+      kind: "storage",
+      storageKey: "skill-packages/p1.tar",
+      byteSize: 1000n,
+    });
     await putPackage(stack, s.companyId, "skill-packages/p1.tar", 1000);
     expect(outcomeOf(await sweep(stack, s.companyId), s.companyId, s.skillId, s.old)).toBe("removed");
     expect(existsSync(versionDir(stack, s.companyId, s.skillId, s.old))).toBe(false);
   });
 
   it("is kept when its package object is missing from storage, or has another size", async () => {
-    const missing = await oldVersion(stack, { kind: "storage", storageKey: "skill-packages/gone.tar", byteSize: 10n });
-    const resized = await oldVersion(stack, { kind: "storage", storageKey: "skill-packages/p2.tar", byteSize: 10n });
+    const missing = await oldVersion(stack, {
+      kind: "storage",
+      storageKey: "skill-packages/gone.tar",
+      byteSize: 10n,
+    });
+    const resized = await oldVersion(stack, {
+      kind: "storage",
+      storageKey: "skill-packages/p2.tar",
+      byteSize: 10n,
+    });
     await putPackage(stack, resized.companyId, "skill-packages/p2.tar", 11);
     const a = await sweep(stack, missing.companyId);
     const b = await sweep(stack, resized.companyId);
@@ -79,10 +94,12 @@ describe("with local_disk storage", () => {
       kind: "git_recipe",
       recipe: { repository: "https://example.test/s.git", commit: "main" },
     });
-    expect(outcomeOf(await sweep(stack, full.companyId), full.companyId, full.skillId, full.old)).toBe("removed");
-    expect(outcomeOf(await sweep(stack, partial.companyId), partial.companyId, partial.skillId, partial.old)).toBe(
-      "recipe_incomplete",
+    expect(outcomeOf(await sweep(stack, full.companyId), full.companyId, full.skillId, full.old)).toBe(
+      "removed",
     );
+    expect(
+      outcomeOf(await sweep(stack, partial.companyId), partial.companyId, partial.skillId, partial.old),
+    ).toBe("recipe_incomplete");
   });
 
   it.each(["authored", "legacy"] as const)(
@@ -93,15 +110,17 @@ describe("with local_disk storage", () => {
       expect(outcomeOf(await sweep(stack, bare.companyId), bare.companyId, bare.skillId, bare.old)).toBe(
         "not_externally_durable",
       );
-      expect(outcomeOf(await sweep(stack, durable.companyId), durable.companyId, durable.skillId, durable.old)).toBe(
-        "removed",
-      );
+      expect(
+        outcomeOf(await sweep(stack, durable.companyId), durable.companyId, durable.skillId, durable.old),
+      ).toBe("removed");
     },
   );
 
   it("a version with no record of how to rebuild it is kept", async () => {
     const s = await oldVersion(stack, null);
-    expect(outcomeOf(await sweep(stack, s.companyId), s.companyId, s.skillId, s.old)).toBe("rebuild_source_unknown");
+    expect(outcomeOf(await sweep(stack, s.companyId), s.companyId, s.skillId, s.old)).toBe(
+      "rebuild_source_unknown",
+    );
     expect(existsSync(versionDir(stack, s.companyId, s.skillId, s.old))).toBe(true);
   });
 
@@ -132,7 +151,11 @@ describe("with storage that cannot be reached", () => {
   afterAll(async () => stack?.stop());
 
   it("a storage package keeps its cache (storage_unavailable) and is looked at again in 15 minutes; a git recipe needs no storage", async () => {
-    const stored = await oldVersion(stack, { kind: "storage", storageKey: "skill-packages/p.tar", byteSize: 5n });
+    const stored = await oldVersion(stack, {
+      kind: "storage",
+      storageKey: "skill-packages/p.tar",
+      byteSize: 5n,
+    });
     const report = await sweep(stack, stored.companyId);
     expect(outcomeOf(report, stored.companyId, stored.skillId, stored.old)).toBe("storage_unavailable");
     expect(existsSync(versionDir(stack, stored.companyId, stored.skillId, stored.old))).toBe(true);
@@ -145,6 +168,8 @@ describe("with storage that cannot be reached", () => {
       kind: "git_recipe",
       recipe: { repository: "https://example.test/s.git", commit: "c".repeat(40) },
     });
-    expect(outcomeOf(await sweep(stack, recipe.companyId), recipe.companyId, recipe.skillId, recipe.old)).toBe("removed");
+    expect(
+      outcomeOf(await sweep(stack, recipe.companyId), recipe.companyId, recipe.skillId, recipe.old),
+    ).toBe("removed");
   });
 });

@@ -13,7 +13,14 @@ import path from "node:path";
 import pg from "pg";
 import { IMPLEMENTED_DOMAINS } from "@reclaim/core";
 import { applyMigrations, REPO_ROOT } from "../../src/db/migrate";
-import { createEmptyDatabase, daysAgo, startStack, sweepDomain, writeTree, type Stack } from "@reclaim/testkit";
+import {
+  createEmptyDatabase,
+  daysAgo,
+  startStack,
+  sweepDomain,
+  writeTree,
+  type Stack,
+} from "@reclaim/testkit";
 import { makeFolder, reasonOf } from "@reclaim/testkit/src/fixtures/native-workspace-sync";
 
 const FIXTURES = path.join(REPO_ROOT, "packages/testkit/fixtures");
@@ -33,14 +40,22 @@ async function paperclipDatabase() {
 }
 
 async function paperclipStack(env: Record<string, string> = {}): Promise<Stack> {
-  // Task directories are off by default (the spec); here every domain runs.
-  return startStack({ database: await paperclipDatabase(), env: { PAPERCLIP_TASK_DIRECTORY_RETENTION_ENABLED: "true", ...env } });
+  // Task directories and git cache expiration are off by default (the spec); here every domain runs.
+  const on = {
+    PAPERCLIP_TASK_DIRECTORY_RETENTION_ENABLED: "true",
+    PAPERCLIP_GIT_CACHE_EXPIRATION_ENABLED: "true",
+  };
+  return startStack({ database: await paperclipDatabase(), env: { ...on, ...env } });
 }
 
 const sql = (stack: Stack, text: string, ...params: unknown[]) => stack.db.$executeRawUnsafe(text, ...params);
 
 /** A native run as Paperclip writes it (agent, runtime mode, runner profile). */
-async function nativeRun(stack: Stack, companyId: string, opts: { syncLeaseId?: string } = {}): Promise<string> {
+async function nativeRun(
+  stack: Stack,
+  companyId: string,
+  opts: { syncLeaseId?: string } = {},
+): Promise<string> {
   const id = randomUUID();
   const profile =
     opts.syncLeaseId === undefined
@@ -108,8 +123,21 @@ describe("Paperclip's real tables", () => {
       `SELECT column_name::text FROM information_schema.columns WHERE table_name = 'native_run_finalizations' ORDER BY ordinal_position`,
     );
     expect(columns.map((c) => c.column_name)).toEqual([
-      "run_id", "company_id", "issue_id", "phase", "attempt", "lease_owner", "lease_expires_at", "result_id",
-      "assessment_id", "decision_id", "failure_code", "failure_detail", "next_attempt_at", "created_at", "updated_at",
+      "run_id",
+      "company_id",
+      "issue_id",
+      "phase",
+      "attempt",
+      "lease_owner",
+      "lease_expires_at",
+      "result_id",
+      "assessment_id",
+      "decision_id",
+      "failure_code",
+      "failure_detail",
+      "next_attempt_at",
+      "created_at",
+      "updated_at",
     ]);
     const created = (await stack.db.reclaimCreatedTable.findMany()).map((t) => t.tableName).sort();
     expect(created).toEqual([
@@ -209,7 +237,10 @@ describe("Paperclip's real tables", () => {
     await writeFile(path.join(dir, "control-plane.json"), JSON.stringify({ companyId: c, sessionId }));
     await writeTree(
       path.join(dir, "failover-backups", "current"),
-      { "manifest.json": JSON.stringify({ completedAt: daysAgo(9).toISOString() }), "codex-home/state.json": "{}" },
+      {
+        "manifest.json": JSON.stringify({ completedAt: daysAgo(9).toISOString() }),
+        "codex-home/state.json": "{}",
+      },
       daysAgo(9),
     );
     const live = await stack.api("POST", "/v1/events", {
@@ -255,7 +286,10 @@ describe("Paperclip's real tables", () => {
 
     const report = await sweepDomain(stack, "skill-version-caches", c);
     const id = `skills/${c}/__versions__/${skill}/${old}`;
-    expect(report.entries.filter((e) => e.id === id).at(-1)).toMatchObject({ outcome: "skipped", reason: "source_unavailable" });
+    expect(report.entries.filter((e) => e.id === id).at(-1)).toMatchObject({
+      outcome: "skipped",
+      reason: "source_unavailable",
+    });
     expect(existsSync(dir)).toBe(true);
   });
 });
@@ -280,7 +314,9 @@ describe("an operator's opt-out per rule (..._ASSUME_EMPTY)", () => {
   it("refuses an unknown rule name", async () => {
     const { readConfigOf } = await import("@reclaim/core");
     expect(() =>
-      readConfigOf("native-workspace-sync", { RECLAIM_NATIVE_WORKSPACE_SYNC_ASSUME_EMPTY: "retained_recovery" }),
+      readConfigOf("native-workspace-sync", {
+        RECLAIM_NATIVE_WORKSPACE_SYNC_ASSUME_EMPTY: "retained_recovery",
+      }),
     ).toThrow(/RECLAIM_NATIVE_WORKSPACE_SYNC_ASSUME_EMPTY/);
   });
 });

@@ -3,7 +3,10 @@
  * holds (HEAD, ORIG_HEAD, every HEAD reflog entry, the scope's branches and their reflog
  * entries; for a nested standalone clone also its remote-tracking refs and their reflogs,
  * saved as history-only objects), plus one commit carrying the index's blobs that no commit
- * has.
+ * has. With `restoredFrom` (the manifest of the restore point the checkout was restored from),
+ * also the history-only objects that restore point imported (its `historyOnly` commits and its
+ * index carrier): apply brings them back as objects that nothing reaches, so each later restore
+ * point saves them again (spec: "the restore point keeps them until it expires").
  *
  * The base ("remote-verified"): `remote` lists the remote fresh (`git ls-remote`, run outside
  * the repository); `remote-tracking` trusts `refs/remotes/*` (the caller fetched just now);
@@ -23,6 +26,7 @@ import { mkdir, open, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { RestoreLimits } from "./capture";
 import { CaptureRefusedError } from "./errors";
+import type { RestoreManifest } from "./manifest";
 import { refuseNestedHistory, type HelperGit } from "./nested-rules";
 import { emptyDir, openSafeRepository, remoteEnv, runSafeGit, type SafeRepository } from "./safe-git";
 import { reflogOids, ZERO_OID, type CaptureScope, type WorktreeState } from "./worktree-state";
@@ -36,6 +40,7 @@ export interface BuiltBundle {
   sha256: string;
   commits: number;
   indexCarrier: string | null;
+  historyOnly: string[];
 }
 
 export interface BundleOptions {
@@ -43,8 +48,23 @@ export interface BundleOptions {
   scope: CaptureScope;
   nested: boolean;
   limits: RestoreLimits;
+  /** The history-only commits an earlier restore point imported (restoredHistory()). */
+  restored?: string[];
   signal?: AbortSignal;
   inherited?: NodeJS.ProcessEnv;
+}
+
+const OID = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
+
+/**
+ * The commits whose objects apply of `manifest` imported and recreated no ref or reflog entry
+ * for: its history-only commits and its index carrier (sorted, well-formed oids only).
+ */
+export function restoredHistory(manifest: RestoreManifest | undefined): string[] {
+  const bundle = manifest?.bundle;
+  if (!bundle) return [];
+  const oids = [...(bundle.historyOnly ?? []), ...(bundle.indexCarrier ? [bundle.indexCarrier] : [])];
+  return [...new Set(oids.filter((oid) => typeof oid === "string" && OID.test(oid)))].sort();
 }
 
 /** `oid -> type` for the oids the helper can read (the workspace's store and the shared clone's). */
@@ -176,17 +196,29 @@ export async function buildBundle(
   for (const log of state.refReflogs) for (const oid of reflogOids(log.log)) candidates.add(oid);
   // A nested checkout saves what only its remote-tracking refs hold (history-only objects);
   // so does a clone that moves onto a shared clone (conversion), where such refs become branches.
+  // What an earlier restore point imported as history-only objects is saved again.
+  const historyOnly = new Set<string>(options.restored ?? []);
   if (standaloneNested || (options.scope.kind === "clone" && options.base.kind === "shared")) {
-    for (const ref of state.remoteTracking ?? []) candidates.add(ref.oid);
-    for (const log of state.remoteTrackingReflogs) for (const oid of reflogOids(log.log)) candidates.add(oid);
+    for (const ref of state.remoteTracking ?? []) historyOnly.add(ref.oid);
+    for (const log of state.remoteTrackingReflogs)
+      for (const oid of reflogOids(log.log)) historyOnly.add(oid);
   }
+  for (const oid of historyOnly) candidates.add(oid);
   const blobs = stagedBlobs(state);
   const baseOids = await baseTips(repo, options.base, options.signal);
   const types = await objectTypes(helperGit, [...candidates, ...blobs, ...baseOids]);
   const tips = [...candidates].filter((oid) => types.has(oid)).sort();
   const negatives = [...new Set(baseOids)].filter((oid) => types.has(oid)).sort();
 
-  if (standaloneNested) await refuseNestedHistory(repo, state, helperGit, negatives, types);
+  // Candidates apply brings back as no ref or reflog entry: what the manifest lists as history-only.
+  const recreated = new Set<string>([...negatives, state.head.oid, ...state.refs.map((r) => r.oid)]);
+  if (state.origHead) recreated.add(state.origHead);
+  for (const oid of reflogOids(state.headReflog)) recreated.add(oid);
+  for (const log of state.refReflogs) for (const oid of reflogOids(log.log)) recreated.add(oid);
+  const restored = (options.restored ?? []).filter((oid) => types.has(oid));
+  const historyOnlyTips = [...historyOnly].filter((oid) => types.has(oid) && !recreated.has(oid)).sort();
+
+  if (standaloneNested) await refuseNestedHistory(repo, state, helperGit, negatives, types, restored);
 
   let indexCarrier: string | null = null;
   const carried = blobs.filter((oid) => types.get(oid) === "blob").sort();
@@ -234,6 +266,6 @@ export async function buildBundle(
   for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
   return {
     base: { source: options.base.kind, oids: await prerequisitesOf(file) },
-    bundle: { file, bytes, sha256: hash.digest("hex"), commits, indexCarrier },
+    bundle: { file, bytes, sha256: hash.digest("hex"), commits, indexCarrier, historyOnly: historyOnlyTips },
   };
 }

@@ -42,7 +42,7 @@ import {
 import { CaptureRefusedError, GitRestoreError, type RefusalReason } from "./errors";
 import { MANIFEST_SCHEMA, sha256, stateDigests, type RestoreManifest, type TreeSection } from "./manifest";
 import { payloadSize, payloadStream, type Section, type SectionName } from "./payload";
-import { buildBundle, type BaseSource } from "./bundle";
+import { buildBundle, restoredHistory, type BaseSource } from "./bundle";
 import { openSafeRepository, type SafeRepository } from "./safe-git";
 import { readWorktreeState, type CaptureScope, type WorktreeState } from "./worktree-state";
 
@@ -83,6 +83,15 @@ export interface CaptureOptions {
   scope?: CaptureScope;
   /** Rules for nested `.paperclip-repositories` checkouts. Default false. */
   nested?: boolean;
+  /**
+   * The manifest of the restore point this checkout was last restored from (applyPayload), as
+   * the caller stored it. Its history-only objects (and index carrier), which apply imported as
+   * objects reachable from nothing, are saved again in this restore point, and a nested
+   * checkout's `unreachable_objects` rule accepts exactly the objects they reach. Any other
+   * unreachable object still refuses the capture. It must come from the caller's own records,
+   * never from the workspace (an agent could name any object there).
+   */
+  restoredFrom?: RestoreManifest;
   limits?: RestoreLimits;
   /** Where the bundle is written. Default os.tmpdir(). */
   tmpDir?: string;
@@ -93,10 +102,32 @@ export interface CaptureOptions {
 
 export interface Capture {
   payloadSize: number;
+  /** What the capture holds, known before the payload is read (a caller may judge, then seal or dispose). */
+  preview: CapturePreview;
   stream: Readable;
   /** Resolves after `stream` ended; rejects if it failed. */
   manifest: Promise<RestoreManifest>;
   dispose(): Promise<void>;
+}
+
+/**
+ * A capture's contents before its payload is read: enough to tell whether the remote
+ * reproduces the worktree exactly (no commit beyond the base other than the index carrier, no
+ * file saved) without reading a file.
+ */
+export interface CapturePreview {
+  head: { oid: string; ref: string | null };
+  /** The scope's branches (and tags, for a clone). */
+  refs: { name: string; oid: string }[];
+  /** Commits the bundle takes as present. */
+  baseOids: string[];
+  /** Commits in the bundle beyond the base, the index carrier not counted. */
+  commits: number;
+  /** Tracked paths saved as files, tracked paths deleted, untracked and ignored entries saved. */
+  tracked: number;
+  deleted: number;
+  untracked: number;
+  ignored: number;
 }
 
 export async function captureWorktree(dir: string, options: CaptureOptions): Promise<Capture> {
@@ -111,7 +142,13 @@ export async function captureWorktree(dir: string, options: CaptureOptions): Pro
   const dispose = (): Promise<void> => rm(tmp, { recursive: true, force: true });
   try {
     const plans = await planSnapshots(repo.worktree!, state, limits);
-    const { base, bundle } = await buildBundle(repo, state, { ...options, scope, nested, limits }, tmp);
+    const restored = restoredHistory(options.restoredFrom);
+    const { base, bundle } = await buildBundle(
+      repo,
+      state,
+      { ...options, scope, nested, limits, restored },
+      tmp,
+    );
     const digests = stateDigests(state);
     const indexJson = Buffer.from(
       JSON.stringify({
@@ -174,6 +211,7 @@ export async function captureWorktree(dir: string, options: CaptureOptions): Pro
               bytes: bundle.bytes,
               commits: bundle.commits,
               indexCarrier: bundle.indexCarrier,
+              historyOnly: bundle.historyOnly,
             }
           : null,
         refs: digests.refs,
@@ -191,7 +229,17 @@ export async function captureWorktree(dir: string, options: CaptureOptions): Pro
           : error;
       });
     manifest.catch(() => undefined);
-    return { payloadSize: payloadSize(sections), stream, manifest, dispose };
+    const preview: CapturePreview = {
+      head: state.head,
+      refs: state.refs,
+      baseOids: base.oids,
+      commits: bundle ? bundle.commits - (bundle.indexCarrier ? 1 : 0) : 0,
+      tracked: plans.tracked.entries.length,
+      deleted: state.deleted.length,
+      untracked: plans.untracked.entries.length,
+      ignored: plans.ignored.entries.length,
+    };
+    return { payloadSize: payloadSize(sections), preview, stream, manifest, dispose };
   } catch (error) {
     await dispose();
     throw error;

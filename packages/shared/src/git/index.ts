@@ -8,6 +8,7 @@ export {
   UPLOAD_LIMITS,
   LOCAL_TRANSFER_LIMITS,
   type Capture,
+  type CapturePreview,
   type CaptureOptions,
   type BaseSource,
   type RestoreLimits,

@@ -37,6 +37,14 @@ export interface RestoreManifest {
     commits: number;
     /** The commit whose tree holds the index's blobs that no commit has. */
     indexCarrier: string | null;
+    /**
+     * The history-only objects the bundle saves, as the commits that reach them (sorted): what
+     * a nested clone's remote-tracking refs and their reflogs alone hold, and what the capture's
+     * `restoredFrom` imported and saved again. Apply imports them as objects only (no ref, no
+     * reflog entry), so a later capture of the restored checkout, given this manifest as
+     * `restoredFrom`, accepts them as unreachable objects and saves them again.
+     */
+    historyOnly: string[];
   };
   refs: RefValue[];
   index: { version: number; entries: number; digest: string };

@@ -9,7 +9,9 @@
  *    branch's reflog, and the remote-tracking refs with their reflogs, which a restore point
  *    saves as history-only objects (`unique_branch_reflog_commits`);
  *  - objects reachable from nothing (`unreachable_objects`; fsck's roots are every ref, every
- *    reflog and the index);
+ *    reflog and the index), except those reachable from the history-only commits an earlier
+ *    restore point of this checkout imported (`restored`, from the caller's manifest: the
+ *    bundle saves them again, so nothing the rule protects is left unsaved);
  *  - a `COMMIT_EDITMSG` draft that matches no commit (worktree-state.ts, so verify sees it).
  *
  * A nested worktree of a shared clone has none of these rules: branches outside its
@@ -39,6 +41,7 @@ export async function refuseNestedHistory(
   helperGit: HelperGit,
   base: string[],
   types: Map<string, string>,
+  restored: string[] = [],
 ): Promise<void> {
   const exists = (oid: string): boolean => types.get(oid) === "commit" || types.get(oid) === "tag";
 
@@ -54,7 +57,7 @@ export async function refuseNestedHistory(
     throw new CaptureRefusedError("other_branch_unpushed", ahead);
   }
 
-  const bundled = new Set<string>([...base, state.head.oid]);
+  const bundled = new Set<string>([...base, state.head.oid, ...restored]);
   if (state.origHead) bundled.add(state.origHead);
   for (const oid of reflogOids(state.headReflog)) bundled.add(oid);
   for (const ref of state.remoteTracking ?? []) bundled.add(ref.oid);
@@ -77,10 +80,22 @@ export async function refuseNestedHistory(
     "--no-progress",
     "--no-dangling",
   ]);
-  const unreachable = fsck.stdout
+  let unreachable = fsck.stdout
     .toString("utf8")
     .split("\n")
     .filter((line) => line.startsWith("unreachable "))
     .map((line) => line.split(" ")[2]!);
+  if (unreachable.length > 0 && restored.length > 0) {
+    // Everything the restored commits reach that no ref does: a superset of the unreachable
+    // objects among what they reach, and nothing they do not reach (the bundle saves it all).
+    const saved = new Set(
+      (
+        await repo.text(["rev-list", "--objects", "--no-object-names", "--stdin", "--not", "--all"], {
+          input: restored.join("\n") + "\n",
+        })
+      ).split("\n"),
+    );
+    unreachable = unreachable.filter((oid) => !saved.has(oid));
+  }
   if (unreachable.length > 0) throw new CaptureRefusedError("unreachable_objects", unreachable);
 }

@@ -113,6 +113,48 @@ describe("nested standalone checkouts", () => {
     await expect(reason(work)).resolves.toBe("unique_branch_reflog_commits");
   });
 
+  it("a restored checkout expires again: the objects its restore point imported are accepted (restoredFrom) and saved again; an object nobody saved still keeps it", async () => {
+    const { root, remote, work } = await nestedClone();
+    const { tip, older } = await historyOnly(remote, work);
+    // A staged blob: apply imports it with the index carrier commit, reachable from nothing.
+    await writeFile(path.join(work, "b.txt"), "staged\n");
+    await git(work, ["add", "b.txt"]);
+    const storage = localStorage(path.join(root, "storage"));
+    const first = await captureAndStore(work, storage, key, { nested: true });
+    expect(first.manifest.bundle!.historyOnly).toEqual([older, tip].sort());
+
+    const checkout = (name: string): string => path.join(root, name, ".paperclip-repositories", "repo-1");
+    const reopened = await clone(remote, checkout("reopened"));
+    await expect(applyStored(reopened, storage, key, first)).resolves.toMatchObject({ status: "applied" });
+    // The imported history-only commits and the carrier are reachable from nothing there.
+    await expect(reason(reopened)).resolves.toBe("unreachable_objects");
+
+    const second = await captureAndStore(reopened, storage, key, {
+      nested: true,
+      restoredFrom: first.manifest,
+    });
+    expect(second.manifest.bundle!.historyOnly).toEqual(
+      [older, tip, first.manifest.bundle!.indexCarrier!].sort(),
+    );
+    const again = await clone(remote, checkout("again"));
+    await expect(applyStored(again, storage, key, second)).resolves.toMatchObject({ status: "applied" });
+    expect(await repoFacts(again)).toEqual(await repoFacts(work));
+    for (const oid of [tip, older])
+      await expect(git(again, ["cat-file", "-t", oid])).resolves.toBe("commit\n");
+    // And the cycle goes on from the second restore point.
+    await expect(
+      captureManifest(again, { nested: true, restoredFrom: second.manifest }),
+    ).resolves.toMatchObject({
+      bundle: { historyOnly: second.manifest.bundle!.historyOnly },
+    });
+
+    // An object written after the reopen that no restore point saved still keeps the checkout.
+    const unsaved = (await git(reopened, ["hash-object", "-w", "--stdin"], "nobody saved this\n")).trim();
+    await expect(
+      captureManifest(reopened, { nested: true, restoredFrom: first.manifest }),
+    ).rejects.toMatchObject({ reason: "unreachable_objects", paths: [unsaved] });
+  });
+
   it("objects reachable from nothing keep the checkout", async () => {
     const { work } = await nestedClone();
     await writeFile(path.join(work, "b.txt"), "first\n");

@@ -10,7 +10,7 @@
  * a link is the session's `refused` level: reported with its reason, everything below it kept.
  */
 import path from "node:path";
-import { errnoCode } from "@reclaim/shared";
+import { errnoCode, readFileBounded } from "@reclaim/shared";
 import { z } from "zod";
 import {
   kindOf,
@@ -117,7 +117,8 @@ export async function readControlPlaneState(session: ProvenDir): Promise<StateRe
 async function readManifest(
   copy: ProvenDir,
 ): Promise<{ manifest: CopySurvey["manifest"]; completedAtMs: number }> {
-  const read = await copy.readFile("manifest.json", MAX_COPY_MANIFEST_BYTES);
+  // Never through a link, at most 1 MiB; the copy is confirmed once after the walk and this read.
+  const read = await readFileBounded(copy.join("manifest.json"), MAX_COPY_MANIFEST_BYTES);
   if (read.status === "missing") return { manifest: "absent", completedAtMs: 0 };
   if (read.status !== "ok") return { manifest: "unreadable", completedAtMs: 0 };
   try {
@@ -145,8 +146,9 @@ export async function surveyCopy(
     const copy = backups.childFrom(name, info!);
     const stats = await treeStats(at, signal, info!);
     const { manifest, completedAtMs } = await readManifest(copy);
-    // The walk read below `failover-backups` by path: it must still be the directory proven.
-    await backups.confirm();
+    // The walk and the manifest read went below the copy by path: it must still be the copy
+    // proven (one lstat: any level above replaced by a link leads the path elsewhere).
+    await copy.confirm();
     return {
       path: at,
       kind,
@@ -229,7 +231,13 @@ export async function surveySession(
 
 /** The state of the session `name` for a company's diagnosis (missing when it is not a real directory). */
 export async function sessionState(top: ProvenDir, name: string): Promise<StateRead> {
-  const { dir } = await openSession(top, name);
+  let dir: ProvenDir | null;
+  try {
+    dir = await top.child(name);
+  } catch (error) {
+    if (error instanceof PathRefused) return { status: "missing" };
+    throw error;
+  }
   return dir === null ? { status: "missing" } : readControlPlaneState(dir);
 }
 

@@ -2,13 +2,14 @@
  * Controls for isolated task directories (spec: "Isolated task directories", "Controls and
  * logs"). Names and defaults are the product's contract. `PAPERCLIP_GIT_RESTORE_POINTS_ENABLED`
  * and `PAPERCLIP_GIT_RESTORE_POINT_TERMINAL_DELAY_DAYS` are the git restore points' own ("the
- * same delay git restore points use"), read here with the same definitions.
+ * same delay git restore points use"), defined once there (`restorePointOptions`).
  */
 import type { LoadInstanceKeyOptions, StorageConfig, TreeSnapshotLimits } from "@reclaim/shared";
 import { DAY_MS, HOUR_MS } from "../../clock";
 import { booleanOption, integerOption, readOptions, type Env } from "../../config";
 import { serviceOptions } from "../../config/service";
 import { readPaperclipStorage } from "../../storage";
+import { restorePointOptions } from "../git-restore-points/config";
 import type { DomainControls } from "../types";
 
 export const options = {
@@ -28,17 +29,8 @@ export const options = {
     "Days an orphan's issue tree must be closed and its contents unchanged before removal",
     { min: 1, unit: "days" },
   ),
-  restorePointsEnabled: booleanOption(
-    "PAPERCLIP_GIT_RESTORE_POINTS_ENABLED",
-    false,
-    "Set true to let expiration save a restore point and remove worktrees with unpushed, uncommitted, untracked or history-only work",
-  ),
-  terminalDelayDays: integerOption(
-    "PAPERCLIP_GIT_RESTORE_POINT_TERMINAL_DELAY_DAYS",
-    3,
-    "Days the issues that use a workspace must all have been closed before it is saved in a restore point and removed",
-    { min: 0, unit: "days" },
-  ),
+  // Defined once, by the git restore points (git-restore-points/config.ts).
+  ...restorePointOptions,
 };
 
 export interface TaskDirectoriesConfig extends DomainControls {

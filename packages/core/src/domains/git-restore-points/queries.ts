@@ -1,0 +1,104 @@
+/** The domain's database reads (one query each; the workspace facts are packages/core/src/workspaces'). */
+import type { Db, Tx } from "../../db";
+import { sqlFile } from "../../db/sql";
+
+/** A git worktree workspace, as expiration reads it (git-workspaces.sql). */
+export interface GitWorkspace {
+  id: string;
+  company_id: string;
+  project_id: string | null;
+  source_issue_id: string | null;
+  status: string;
+  strategy_type: string;
+  cwd: string | null;
+  repo_url: string | null;
+  base_ref: string | null;
+  branch_name: string | null;
+  metadata: unknown;
+  bound_open: boolean;
+  last_touch: Date | null;
+}
+
+export async function gitWorkspaces(
+  db: Db | Tx,
+  companyId: string,
+  ids: string[],
+): Promise<Map<string, GitWorkspace>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db.$queryRawUnsafe<GitWorkspace[]>(
+    sqlFile(__dirname, "git-workspaces.sql"),
+    JSON.stringify(ids),
+    companyId,
+  );
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+export async function projectRepositories(
+  db: Db | Tx,
+  companyId: string,
+  projectId: string | null,
+): Promise<string[]> {
+  if (projectId === null) return [];
+  const rows = await db.$queryRawUnsafe<{ repo_url: string }[]>(
+    sqlFile(__dirname, "project-repositories.sql"),
+    companyId,
+    projectId,
+  );
+  return rows.map((r) => r.repo_url);
+}
+
+export async function untrackedWorkspaces(
+  db: Db | Tx,
+  domain: string,
+): Promise<{ id: string; company_id: string }[]> {
+  return db.$queryRawUnsafe(sqlFile(__dirname, "discover.sql"), domain);
+}
+
+export async function affectedWorkspaces(
+  db: Db | Tx,
+  companyId: string,
+  issueIds: string[],
+  workspaceIds: string[] = [],
+): Promise<string[]> {
+  if (issueIds.length === 0 && workspaceIds.length === 0) return [];
+  const rows = await db.$queryRawUnsafe<{ id: string }[]>(
+    sqlFile(__dirname, "affected-workspaces.sql"),
+    companyId,
+    JSON.stringify(issueIds),
+    JSON.stringify(workspaceIds),
+  );
+  return rows.map((r) => r.id);
+}
+
+export async function runIssues(db: Db | Tx, companyId: string, runId: string): Promise<string[]> {
+  const rows = await db.$queryRawUnsafe<{ id: string }[]>(
+    sqlFile(__dirname, "run-issues.sql"),
+    companyId,
+    runId,
+  );
+  return rows.map((r) => r.id);
+}
+
+/** The next restore-point generation of a workspace (one more than any it has). */
+export async function nextGeneration(db: Db | Tx, companyId: string, workspaceId: string): Promise<number> {
+  const row = await db.executionWorkspaceRestorePoint.aggregate({
+    where: { companyId, executionWorkspaceId: workspaceId },
+    _max: { generation: true },
+  });
+  return (row._max.generation ?? 0) + 1;
+}
+
+export async function companyWorkspaces(
+  db: Db | Tx,
+  companyId: string,
+  after: string,
+  limit: number,
+): Promise<string[]> {
+  const rows = await db.$queryRawUnsafe<{ id: string }[]>(
+    sqlFile(__dirname, "company-workspaces.sql"),
+    companyId,
+    after,
+    limit,
+  );
+  return rows.map((r) => r.id);
+}

@@ -1,0 +1,108 @@
+/**
+ * Removing an expired checkout, after the archive committed, in steps a crash can stop
+ * anywhere (the plan, `gitCacheExpirationRemoval` in the row's metadata, was committed with
+ * the archive, so a later sweep or a reopen finishes it):
+ *
+ *  1. the checkout is renamed to its recorded `.expired-<UUID>` name beside it, only if it is
+ *     still the directory that was archived (device + inode);
+ *  2. its worktree registrations (`<clone>/.git/worktrees/<name>`, holding its index, HEAD,
+ *     reflog and Reclaim's index.lock / HEAD.lock) are deleted, each only while it still names
+ *     the removed checkout;
+ *  3. nested worktrees' own branches are deleted, each only at its recorded commit
+ *     (`update-ref -d <ref> <oid>`), and Reclaim's ref locks in the shared clones removed;
+ *  4. the plan is marked `renamed` and the renamed tree deleted (allocated bytes freed);
+ *  5. the plan is cleared.
+ * Every step checks before it acts and is a no-op when already done, so repeating the whole
+ * sequence after a crash is safe. Steps 1 to 3 and the records run holding the workspace
+ * lifecycle lock, only while the row's lifecycle generation is the archive's (finish.ts, and
+ * the reopen, which finishes a pending removal before it restores).
+ */
+import { lstat, readFile, rm } from "node:fs/promises";
+import path from "node:path";
+import { breakLeftoverGitLocks, errnoCode, openSafeRepository } from "@reclaim/shared";
+import { entryKind, PathRefused, removeRetired, retire } from "../../fs";
+import type { FaultPoints } from "../../faults";
+import type { Removal } from "./recipe";
+import { provenDirBelow } from "./survey";
+
+const exists = async (file: string): Promise<boolean> => (await entryKind(file)) !== "missing";
+
+/** Step 1: the checkout moves aside (nothing when it is gone already, or is another directory now). */
+export async function renameAside(
+  instanceRoot: string,
+  removal: Removal,
+): Promise<"renamed" | "gone" | "replaced"> {
+  const parent = await provenDirBelow(instanceRoot, path.dirname(removal.path));
+  if (parent === "missing") return "gone";
+  if (parent === "unsafe") return "replaced";
+  try {
+    await retire(
+      parent,
+      path.basename(removal.path),
+      ".expired",
+      removal.identity,
+      path.basename(removal.aside),
+    );
+    return "renamed";
+  } catch (error) {
+    if (error instanceof PathRefused) return error.reason === "missing" ? "gone" : "replaced";
+    throw error;
+  }
+}
+
+/** Step 2: a registration goes only while it still names the removed checkout's `.git`. */
+async function removeRegistration(adminDir: string, gitdir: string): Promise<void> {
+  let named: string;
+  try {
+    const stat = await lstat(path.join(adminDir, "gitdir"));
+    if (!stat.isFile() || stat.size > 4096) return;
+    named = (await readFile(path.join(adminDir, "gitdir"), "utf8")).trim();
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT" || errnoCode(error) === "ENOTDIR") return;
+    throw error;
+  }
+  if (named !== gitdir) return;
+  // The checkout it names must be gone (a reopen re-adds a worktree under a new registration).
+  if (await exists(gitdir)) return;
+  const stat = await lstat(adminDir);
+  if (stat.isSymbolicLink() || !stat.isDirectory()) return;
+  await rm(adminDir, { recursive: true, force: true });
+}
+
+/** Step 3: a nested worktree's own branch, only at the commit the removal recorded. */
+async function deleteBranch(clone: string, ref: string, oid: string): Promise<void> {
+  const repo = await openSafeRepository(clone).catch(() => null);
+  if (repo === null) return;
+  // Exit 1: the ref is elsewhere or gone: it is not ours to delete any more.
+  await repo.git(["update-ref", "-d", ref, oid], { okCodes: [0, 1, 128] });
+}
+
+/**
+ * Steps 1 to 3, run holding the workspace lifecycle lock (the caller's): the checkout moves
+ * aside, its registrations, nested branches and Reclaim's lock files outside it go.
+ * `replaced`: another directory is at the path now (never touched); nothing was done.
+ */
+export async function removeCheckout(
+  instanceRoot: string,
+  removal: Removal,
+  faults: FaultPoints,
+  /** Releases the lock files this process still holds (before leftovers are broken). */
+  release: () => Promise<void> = async () => undefined,
+): Promise<"renamed" | "replaced"> {
+  if (removal.state === "renamed") return "renamed";
+  const moved = await renameAside(instanceRoot, removal);
+  if (moved === "replaced") return "replaced";
+  await faults.hit("git-restore-points.renamed-aside");
+  for (const r of removal.registrations) await removeRegistration(r.adminDir, r.gitdir);
+  for (const b of removal.branches) await deleteBranch(b.clone, b.ref, b.oid);
+  await release();
+  await breakLeftoverGitLocks(removal.lockFiles);
+  return "renamed";
+}
+
+/** Step 4's deletion (no lock needed: the recorded name is this plan's alone). */
+export async function deleteAside(instanceRoot: string, removal: Removal): Promise<number> {
+  const parent = await provenDirBelow(instanceRoot, path.dirname(removal.aside));
+  if (typeof parent === "string") return 0;
+  return removeRetired(parent, path.basename(removal.aside));
+}

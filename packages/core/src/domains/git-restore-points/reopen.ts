@@ -1,0 +1,185 @@
+/**
+ * The git workspace reopener (workspaces/reopen/types.ts): the reopen worker hands it a closed
+ * git worktree row that carries the recipe, holding the issue's source lock and the
+ * workspace lifecycle lock in `tx`. In order:
+ *
+ *  1. a removal the expiration did not finish: while the checkout is still at its path, it is
+ *     kept as it is (nothing was lost) and the workspace made active again (`already_applied`);
+ *     otherwise the removal is finished first (registrations, nested branches, the renamed tree);
+ *  2. the checkout is put back (restore.ts): its clone re-cloned when gone, the bundle
+ *     imported, the saved commit checked out, the restore point applied and verified; then each
+ *     nested checkout with its own restore point;
+ *  3. in `tx`: the workspace active again (with Paperclip's reopen-pending flag), the recipe
+ *     and plan dropped, the restore points superseded, and an `execution_workspace.reopened`
+ *     activity row.
+ * A restore point that has expired (retention moved it on, or it is gone): the checkout is
+ * recreated fresh on its branch, and the answer is `fresh` with the warning the issue comment
+ * carries. A failure throws or answers `failed` with a reason: `tx` rolls back and the
+ * workspace stays closed, so the run never starts in a new workspace.
+ */
+import { lstat } from "node:fs/promises";
+import { breakLeftoverGitLocks, loadInstanceKey, parseManifest } from "@reclaim/shared";
+import type { Tx } from "../../db";
+import { dueFor, storageFor } from "../../restore-points";
+import {
+  lifecycleGeneration,
+  metadataOf,
+  reactivateWorkspace,
+  recordWorkspaceActivity,
+  type ReopenContext,
+  type ReopenResult,
+  type WorkspaceReopener,
+  type WorkspaceRow,
+} from "../../workspaces";
+import type { GitRestorePointsConfig } from "./config";
+import { readRecipe, readRemoval, RECIPE_KEY, REMOVAL_KEY, type CheckoutRecipe, type Recipe } from "./recipe";
+import { deleteAside, removeCheckout } from "./removal";
+import { restoreCheckout, RestoreRefused, type CheckoutRestore, type RestoreDeps } from "./restore";
+
+type Ctx = ReopenContext<GitRestorePointsConfig>;
+
+export const FRESH_WARNING =
+  "This workspace was cleaned up and its saved work has expired: it was recreated fresh on its branch. " +
+  "Unpushed and uncommitted work from before the cleanup is no longer available.";
+
+export const gitReopener: WorkspaceReopener<GitRestorePointsConfig> = {
+  kind: "git_worktree",
+  matches: (row) =>
+    row.strategy_type === "git_worktree" && readRecipe(metadataOf(row.metadata)).state !== "absent",
+  reopen: (ctx, tx, row) => reopenGitWorkspace(ctx, tx, row),
+};
+
+async function reopenGitWorkspace(ctx: Ctx, tx: Tx, row: WorkspaceRow): Promise<ReopenResult> {
+  const metadata = metadataOf(row.metadata);
+  const recipe = readRecipe(metadata);
+  if (recipe.state !== "ok") {
+    return {
+      outcome: "failed",
+      path: row.cwd,
+      reason: recipe.state === "invalid" ? "unknown_recipe" : "no_recipe",
+    };
+  }
+  const removal = readRemoval(metadata);
+  if (removal.state === "ok" && removal.value.lifecycleGeneration === lifecycleGeneration(row.metadata)) {
+    const plan = removal.value;
+    if (plan.state === "pending" && (await stillThere(plan.path, plan.identity))) {
+      // Locks a killed expiration left behind; a live one's go when it stops (the row moved on).
+      await breakLeftoverGitLocks(plan.lockFiles);
+      return finish(ctx, tx, row, recipe.value, "already_applied", [], undefined);
+    }
+    await removeCheckout(ctx.instanceRoot, plan, ctx.faults);
+    await deleteAside(ctx.instanceRoot, plan);
+  }
+  const deps: RestoreDeps = {
+    instanceRoot: ctx.instanceRoot,
+    storage: storageFor(ctx.config.storage),
+    instanceKey: await loadInstanceKey(ctx.config.instanceKey),
+  };
+  const used: string[] = [];
+  let fresh = false;
+  try {
+    const main = await how(ctx, tx, row, recipe.value.worktree, recipe.value.worktree.baseRef);
+    if (main.kind === "fresh") fresh = true;
+    if (main.kind === "point") used.push(recipe.value.worktree.restorePointId!);
+    const outcome = await restoreCheckout(deps, recipe.value.worktree, main);
+    for (const nested of recipe.value.contents) {
+      const restore = await how(ctx, tx, row, nested, null);
+      // An expired nested restore point: the checkout is left to provisioning, which clones
+      // the project's nested repositories fresh.
+      if (restore.kind === "fresh") {
+        fresh = true;
+        continue;
+      }
+      if (restore.kind === "point") used.push(nested.restorePointId!);
+      await restoreCheckout(deps, nested, restore);
+    }
+    const answer = fresh ? "fresh" : outcome === "already_applied" ? "already_applied" : "restored";
+    return finish(ctx, tx, row, recipe.value, answer, used, fresh ? FRESH_WARNING : undefined);
+  } catch (error) {
+    if (error instanceof RestoreRefused) return { outcome: "failed", path: row.cwd, reason: error.reason };
+    throw error;
+  }
+}
+
+async function stillThere(path: string, identity: { dev: number; ino: number }): Promise<boolean> {
+  const stat = await lstat(path).catch(() => null);
+  return stat !== null && stat.dev === identity.dev && stat.ino === identity.ino;
+}
+
+/** How a checkout comes back: its active restore point, or fresh when it expired, or re-added. */
+async function how(
+  ctx: Ctx,
+  tx: Tx,
+  row: WorkspaceRow,
+  checkout: CheckoutRecipe,
+  baseRef: string | null,
+): Promise<CheckoutRestore> {
+  if (checkout.restorePointId === null) return { kind: "reproducible" };
+  const point = await tx.executionWorkspaceRestorePoint.findFirst({
+    where: { id: checkout.restorePointId, companyId: row.company_id, executionWorkspaceId: row.id },
+  });
+  if (!point || point.status !== "active") return { kind: "fresh", baseRef };
+  if (point.storageProvider !== storageFor(ctx.config.storage).kind) {
+    throw new RestoreRefused(
+      "storage_mismatch",
+      `restore point ${point.id} is stored with ${point.storageProvider}`,
+    );
+  }
+  const manifest = (point.metadata as { manifest?: unknown } | null)?.manifest;
+  if (manifest === undefined)
+    throw new RestoreRefused("no_manifest", `restore point ${point.id} has no manifest`);
+  return {
+    kind: "point",
+    point: { storageKey: point.storageKey, manifest: parseManifest(String(manifest)) },
+  };
+}
+
+async function finish(
+  ctx: Ctx,
+  tx: Tx,
+  row: WorkspaceRow,
+  recipe: Recipe,
+  outcome: "restored" | "already_applied" | "fresh",
+  used: string[],
+  warning: string | undefined,
+): Promise<ReopenResult> {
+  const now = ctx.clock.now();
+  const reactivated = await reactivateWorkspace(tx, {
+    companyId: row.company_id,
+    workspaceId: row.id,
+    now,
+    removeKeys: [RECIPE_KEY, REMOVAL_KEY],
+    reopenPending: true,
+  });
+  if (reactivated === null) return { outcome: "failed", path: row.cwd, reason: "workspace_changed" };
+  const points = [recipe.worktree, ...recipe.contents]
+    .map((c) => c.restorePointId)
+    .filter((id): id is string => id !== null);
+  if (points.length > 0) {
+    await tx.executionWorkspaceRestorePoint.updateMany({
+      where: { id: { in: points }, companyId: row.company_id, status: "active" },
+      data: { status: "superseded", deleteAfter: null, retryAt: null, lastError: null, updatedAt: now },
+    });
+    ctx.deadlines.push(dueFor(row.company_id, "superseded", now));
+  }
+  const restorePointId = used[0];
+  await recordWorkspaceActivity(tx, {
+    companyId: row.company_id,
+    workspaceId: row.id,
+    action: "execution_workspace.reopened",
+    details: {
+      reason: ctx.request.reason,
+      outcome,
+      recipe: recipe.recipe,
+      restorePointIds: used,
+      ...(warning ? { warning } : {}),
+    },
+    at: now,
+  });
+  return {
+    outcome,
+    path: row.cwd,
+    ...(restorePointId ? { restorePointId } : {}),
+    ...(warning ? { warning } : {}),
+  };
+}
