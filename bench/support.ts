@@ -28,8 +28,14 @@ async function admin(sql: string): Promise<void> {
   }
 }
 
-export async function benchEnv(): Promise<BenchEnv> {
-  const name = `reclaim_bench_${Math.floor(Date.now() / 1000)}_${randomBytes(3).toString("hex")}`;
+/**
+ * A fresh database per run, dropped by cleanup(); or, with `keep`, the database of that name
+ * (created when missing, pending migrations applied), left in place so a later run reuses its
+ * data.
+ */
+export async function benchEnv(options: { keep?: string } = {}): Promise<BenchEnv> {
+  const name =
+    options.keep ?? `reclaim_bench_${Math.floor(Date.now() / 1000)}_${randomBytes(3).toString("hex")}`;
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;
   await applyMigrations(url.toString());
@@ -46,7 +52,7 @@ export async function benchEnv(): Promise<BenchEnv> {
         if (keys.length) await redis.del(...keys);
       } while (cursor !== "0");
       redis.disconnect();
-      await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      if (!options.keep) await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
     },
   };
 }

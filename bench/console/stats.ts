@@ -1,10 +1,15 @@
 /**
  * Benchmark: the console's aggregate queries (GET /v1/stats/*, packages/core/src/stats) over
  * 1,000,000 report rows holding 10,000,000 entries, against the same figures summed from the
- * report rows themselves (what answering without the hourly rollup would take), in the same run.
+ * report rows themselves (what answering without the rollup would take), in the same run.
  * Target: every aggregate's p95 under 100 ms.
  *
  *   npx tsx bench/console/stats.ts [--reports 1000000] [--companies 300] [--runs 40] [--baseline-runs 5]
+ *                                  [--keep [--rebuild]]
+ *
+ * --keep seeds a database named after the dataset's size once and leaves it in place: a later
+ * run with --keep reuses its reports, companies and "now" (pending migrations applied), so
+ * the figures are comparable; --rebuild rebuilds the rollup from the reports by the migrations.
  *
  * Data: reports spread evenly over the last 720 hours, four domains, `companies` companies and
  * the instance scope (every 50th report); each report holds 10 entries (4 removed with bytes, 1
@@ -26,6 +31,8 @@ const REPORTS = numberArg("reports", 1_000_000);
 const COMPANIES = numberArg("companies", 300);
 const RUNS = numberArg("runs", 40);
 const BASELINE_RUNS = numberArg("baseline-runs", 5);
+const KEEP = process.argv.includes("--keep");
+const REBUILD = process.argv.includes("--rebuild");
 const DOMAINS = [
   "native-workspace-sync",
   "skill-version-caches",
@@ -84,12 +91,31 @@ async function seed(client: pg.Client, now: Date, companies: string[]): Promise<
 
 /** The rollup as the committed migrations build it from stored reports. */
 async function buildRollup(client: pg.Client): Promise<void> {
-  const dirs = ["20261205030000_report_stats", "20261205030100_report_stats_all_companies"];
-  await client.query("DROP TABLE reclaim_report_stats");
+  const dirs = [
+    "20261205030000_report_stats",
+    "20261205030100_report_stats_all_companies",
+    "20261205030200_report_stats_daily",
+  ];
+  await client.query("DROP TABLE reclaim_report_stats, reclaim_report_stats_daily");
   for (const dir of dirs)
     await client.query(readFileSync(path.join(MIGRATIONS, dir, "migration.sql"), "utf8"));
   await client.query("VACUUM ANALYZE reclaim_report_stats");
+  await client.query("VACUUM ANALYZE reclaim_report_stats_daily");
   await client.query("VACUUM ANALYZE reclaim_batch_reports");
+}
+
+interface Dataset {
+  now: Date;
+  companies: string[];
+}
+
+/** The dataset a previous --keep run finished seeding, if any. */
+async function keptDataset(client: pg.Client): Promise<Dataset | null> {
+  await client.query(
+    "CREATE TABLE IF NOT EXISTS bench_console_dataset (now timestamptz NOT NULL, companies text[] NOT NULL)",
+  );
+  const { rows } = await client.query<Dataset>("SELECT now, companies FROM bench_console_dataset");
+  return rows[0] ?? null;
 }
 
 interface Aggregate {
@@ -199,30 +225,63 @@ function aggregates(db: Db, client: pg.Client, now: Date, company: string): Aggr
   ];
 }
 
-/** The rollup's figures equal those summed from the report rows. */
+/** The rollup's figures (each window, and the day series) equal those summed from the report rows. */
 async function check(db: Db, client: pg.Client, now: Date, company: string): Promise<void> {
   for (const scope of [undefined, company]) {
     const totals = await domainTotals(db, DOMAINS, { scope }, now);
+    const windowHours = { "24h": 24, "7d": 168, "30d": 720 } as const;
+    for (const [window, hours] of Object.entries(windowHours) as [keyof typeof windowHours, number][]) {
+      const { rows } = await client.query(
+        `SELECT domain, sum(reclaimed_bytes)::bigint AS bytes, sum(removed)::bigint AS removed
+           FROM reclaim_batch_reports
+          WHERE date_trunc('hour', finished_at) > $1::timestamptz - $3::int * interval '1 hour'
+            AND ($2::text IS NULL OR company_id = $2::text)
+          GROUP BY domain`,
+        [hourOf(now), scope ?? null, hours],
+      );
+      for (const t of totals) {
+        const row = rows.find((r: { domain: string }) => r.domain === t.domain);
+        const expected = [Number(row?.bytes ?? 0), Number(row?.removed ?? 0)];
+        const got = [t.windows[window].reclaimedBytes, t.windows[window].removed];
+        if (expected.join() !== got.join()) {
+          throw new Error(
+            `rollup differs for ${t.domain} ${scope ?? "*"} ${window}: ${got.join()} vs ${expected.join()}`,
+          );
+        }
+      }
+    }
+    const from = new Date(now.getTime() - 30 * DAY_MS);
+    const series = await outcomeSeries(db, {
+      outcome: "removed",
+      by: "domain",
+      bucket: "day",
+      from,
+      to: now,
+      scope,
+    });
     const { rows } = await client.query(
-      `SELECT domain, sum(reclaimed_bytes)::bigint AS bytes, sum(removed)::bigint AS removed
+      `SELECT domain, date_trunc('day', finished_at, 'UTC') AS day, sum(reclaimed_bytes)::bigint AS bytes
          FROM reclaim_batch_reports
-        WHERE date_trunc('hour', finished_at) > $1::timestamptz - interval '720 hours'
-          AND ($2::text IS NULL OR company_id = $2::text)
-        GROUP BY domain`,
-      [hourOf(now), scope ?? null],
+        WHERE finished_at >= date_trunc('day', $1::timestamptz, 'UTC') AND finished_at < $2
+          AND ($3::text IS NULL OR company_id = $3::text)
+        GROUP BY 1, 2`,
+      [from, now, scope ?? null],
     );
-    for (const t of totals) {
-      const row = rows.find((r: { domain: string }) => r.domain === t.domain);
-      const expected = [Number(row?.bytes ?? 0), Number(row?.removed ?? 0)];
-      const got = [t.windows["30d"].reclaimedBytes, t.windows["30d"].removed];
-      if (expected.join() !== got.join()) {
+    const got = series.series.reduce((sum, s) => sum + s.bytes.reduce((a, b) => a + b, 0), 0);
+    const expected = rows.reduce((sum: number, r: { bytes: string }) => sum + Number(r.bytes), 0);
+    for (const r of rows as { domain: string; day: Date; bytes: string }[]) {
+      const bucket = series.buckets.indexOf(r.day.toISOString());
+      const value = series.series.find((s) => s.key === r.domain)?.bytes[bucket];
+      if (value !== Number(r.bytes) || got !== expected) {
         throw new Error(
-          `rollup differs for ${t.domain} ${scope ?? "*"}: ${got.join()} vs ${expected.join()}`,
+          `day series differs for ${r.domain} ${scope ?? "*"} ${r.day.toISOString()}: ${value} vs ${r.bytes}`,
         );
       }
     }
   }
 }
+
+const fmt = (n: string | undefined) => Number(n).toLocaleString("en-US");
 
 async function measure(fn: () => Promise<unknown>, runs: number, warmups: number): Promise<number[]> {
   for (let i = 0; i < warmups; i++) await fn();
@@ -232,20 +291,36 @@ async function measure(fn: () => Promise<unknown>, runs: number, warmups: number
 }
 
 async function main(): Promise<void> {
-  const env = await benchEnv();
+  const env = await benchEnv(KEEP ? { keep: `reclaim_bench_console_stats_${REPORTS}_${COMPANIES}` } : {});
   const client = new pg.Client({ connectionString: env.databaseUrl });
   await client.connect();
   const db = createDb(env.databaseUrl, { max: 2 });
   try {
-    const now = new Date();
-    const companies = Array.from({ length: COMPANIES }, () => randomUUID());
-    const seeded = await time(() => seed(client, now, companies));
-    const built = await time(() => buildRollup(client));
+    const kept = await keptDataset(client);
+    const { now, companies } = kept ?? {
+      now: new Date(),
+      companies: Array.from({ length: COMPANIES }, () => randomUUID()),
+    };
+    let seeded = { ms: 0 };
+    let built = { ms: 0 };
+    if (!kept) {
+      await client.query("TRUNCATE reclaim_batch_reports");
+      seeded = await time(() => seed(client, now, companies));
+    }
+    if (!kept || REBUILD) built = await time(() => buildRollup(client));
+    if (!kept && KEEP) {
+      await client.query("INSERT INTO bench_console_dataset (now, companies) VALUES ($1, $2)", [
+        now,
+        companies,
+      ]);
+    }
     const counts = await client.query(
       `SELECT (SELECT count(*) FROM reclaim_batch_reports) AS reports,
               (SELECT sum(jsonb_array_length(entries)) FROM reclaim_batch_reports) AS entries,
               (SELECT count(*) FROM reclaim_report_stats) AS stats_rows,
-              (SELECT count(*) FROM reclaim_report_stats WHERE company_id = '*') AS all_rows`,
+              (SELECT count(*) FROM reclaim_report_stats WHERE company_id = '*') AS all_rows,
+              (SELECT count(*) FROM reclaim_report_stats_daily) AS day_rows,
+              (SELECT count(*) FROM reclaim_report_stats_daily WHERE company_id = '*') AS all_day_rows`,
     );
     const company = companies[7]!;
     await check(db, client, now, company);
@@ -264,10 +339,13 @@ async function main(): Promise<void> {
     }
     const c = counts.rows[0] as Record<string, string>;
     report("console aggregates (GET /v1/stats/*)", {
-      reports: Number(c.reports).toLocaleString("en-US"),
-      entries: Number(c.entries).toLocaleString("en-US"),
-      "rollup rows (of them every-company '*')": `${Number(c.stats_rows).toLocaleString("en-US")} (${Number(c.all_rows).toLocaleString("en-US")})`,
-      "seeding / building the rollup": `${(seeded.ms / 1000).toFixed(0)} s / ${(built.ms / 1000).toFixed(0)} s`,
+      reports: fmt(c.reports),
+      entries: fmt(c.entries),
+      "hourly rollup rows (every-company '*')": `${fmt(c.stats_rows)} (${fmt(c.all_rows)})`,
+      "day rollup rows (every-company '*')": `${fmt(c.day_rows)} (${fmt(c.all_day_rows)})`,
+      "seeding / building the rollup": kept
+        ? `kept from a previous run (seeded for ${now.toISOString()})${REBUILD ? `; rollup rebuilt in ${(built.ms / 1000).toFixed(0)} s` : ""}`
+        : `${(seeded.ms / 1000).toFixed(0)} s / ${(built.ms / 1000).toFixed(0)} s`,
       ...results,
       "worst aggregate p95, rollup": `${worstRollup.toFixed(1)} ms (target < 100 ms: ${worstRollup < 100 ? "met" : "NOT met"})`,
       "worst aggregate p95, from reports": `${worstBaseline.toFixed(0)} ms`,

@@ -9,13 +9,16 @@
 --    the new due time instead of being deleted and inserted, because the parts of one
 --    statement do not see each other's changes;
 --  - adds the reports to their domains' running totals (reclaim_report_totals,
---    report-totals.ts): one of REPORT_TOTAL_SHARDS rows per domain, chosen by the connection,
---    because a row stays locked until its transaction's commit is on disk, and with one row
---    per domain concurrent settlements would commit one after another;
+--    report-totals.ts): the shard $5 of the settling process (settle.ts), one of
+--    REPORT_TOTAL_SHARDS rows per domain, because a row stays locked until its transaction's
+--    commit is on disk, and with one row per domain concurrent settlements of several
+--    processes would commit one after another;
 --  - deletes up to $4 reports per job of each domain that are past retention;
---  - adds the entries the jobs counted to the hourly rollup (reclaim_report_stats,
---    report-stats.ts), each to its company's row and to the row of every company ('*'), and
---    deletes up to $7 rollup rows per job older than $6.
+--  - adds the entries the jobs counted to the rollup (report-stats.ts) by hour
+--    (reclaim_report_stats) and by UTC day (reclaim_report_stats_daily), each to its company's
+--    row and to the row of every company ('*'), rows in key order so concurrent settlements
+--    lock the shared '*' rows in one order; deletes up to $7 hourly rows per job older than
+--    $6 and up to $7 day rows per job whose whole day lies before $6.
 -- $1 jsonb: the jobs, [{"id" (uuid of the report row), "domain", "scope", "jobId", "dryRun",
 --   "checked", "candidates", "removed", "candidateBytes", "reclaimedBytes", "skipped" ({reason:
 --   count}), "entries", "error", "cancelled", "nextCursor", "startedAt", "finishedAt",
@@ -25,7 +28,7 @@
 --   "entries", "bytes"}], each (company, outcome, reason) at most once)}]
 -- $2 jsonb: deadlines [{"domain", "scope", "reason", "dueAt"}], one per (domain, scope, reason)
 -- $3 timestamptz: now (the deadlines' updated_at)
--- $4 int: reports to prune per job at most   $5 int: REPORT_TOTAL_SHARDS
+-- $4 int: reports to prune per job at most   $5 int: the shard of the running totals
 -- $6 timestamptz: rollup rows of hours before this are past retention
 -- $7 int: rollup rows to prune per job at most
 -- Output: one row per job: id uuid, key_due timestamptz: when the job's own key is due next as
@@ -75,16 +78,31 @@ WITH jobs AS (
                                       WHERE domain = p.domain AND finished_at < p.before
                                       ORDER BY finished_at
                                       LIMIT p.n) AS old)
-), rollup AS (
-  INSERT INTO reclaim_report_stats AS s (domain, company_id, hour, dry_run, outcome, reason, entries, bytes)
-  SELECT j.domain, k.company_id, date_trunc('hour', j."finishedAt", 'UTC'), j."dryRun", c.outcome, c.reason,
-         sum(c.entries), sum(c.bytes)
+), cells AS (
+  SELECT j.domain, k.company_id, j."finishedAt" AS finished_at, j."dryRun" AS dry_run, c.outcome, c.reason,
+         c.entries, c.bytes
     FROM jobs j
    CROSS JOIN LATERAL jsonb_to_recordset(j.stats)
          AS c("companyId" text, outcome text, reason text, entries bigint, bytes bigint)
    CROSS JOIN LATERAL (VALUES (c."companyId"), ('*')) AS k(company_id)
+), rollup AS (
+  INSERT INTO reclaim_report_stats AS s (domain, company_id, hour, dry_run, outcome, reason, entries, bytes)
+  SELECT domain, company_id, date_trunc('hour', finished_at, 'UTC'), dry_run, outcome, reason,
+         sum(entries), sum(bytes)
+    FROM cells
    GROUP BY 1, 2, 3, 4, 5, 6
+   ORDER BY 1, 2, 3, 4, 5, 6
   ON CONFLICT (domain, company_id, hour, dry_run, outcome, reason) DO UPDATE SET
+    entries = s.entries + EXCLUDED.entries,
+    bytes = s.bytes + EXCLUDED.bytes
+), rollup_daily AS (
+  INSERT INTO reclaim_report_stats_daily AS s (domain, company_id, day, dry_run, outcome, reason, entries, bytes)
+  SELECT domain, company_id, date_trunc('day', finished_at, 'UTC'), dry_run, outcome, reason,
+         sum(entries), sum(bytes)
+    FROM cells
+   GROUP BY 1, 2, 3, 4, 5, 6
+   ORDER BY 1, 2, 3, 4, 5, 6
+  ON CONFLICT (domain, company_id, day, dry_run, outcome, reason) DO UPDATE SET
     entries = s.entries + EXCLUDED.entries,
     bytes = s.bytes + EXCLUDED.bytes
 ), rollup_pruned AS (
@@ -92,11 +110,16 @@ WITH jobs AS (
    WHERE ctid IN (SELECT ctid FROM reclaim_report_stats
                    WHERE hour < $6::timestamptz
                    LIMIT $7::int * (SELECT count(*) FROM jobs))
+), rollup_daily_pruned AS (
+  DELETE FROM reclaim_report_stats_daily
+   WHERE ctid IN (SELECT ctid FROM reclaim_report_stats_daily
+                   WHERE day <= $6::timestamptz - interval '1 day'
+                   LIMIT $7::int * (SELECT count(*) FROM jobs))
 ), totals AS (
   INSERT INTO reclaim_report_totals AS t
     (domain, shard, batches, errors, candidates, removed, candidate_bytes, reclaimed_bytes, duration_sum,
      duration_buckets, skipped)
-  SELECT j.domain, pg_backend_pid() % $5::int, count(*), count(*) FILTER (WHERE j.error IS NOT NULL),
+  SELECT j.domain, $5::int, count(*), count(*) FILTER (WHERE j.error IS NOT NULL),
          sum(j.candidates), sum(j.removed), sum(j."candidateBytes"), sum(j."reclaimedBytes"), sum(j.seconds),
          ARRAY(SELECT sum(b.n)::bigint
                  FROM jobs k, unnest(k.buckets) WITH ORDINALITY AS b(n, i)

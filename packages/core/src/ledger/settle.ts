@@ -51,6 +51,13 @@ export function settleJob(db: Db, settlement: Settlement): Promise<Settled> {
 }
 
 const settlers = new WeakMap<Db, Settler>();
+/**
+ * Settlers made so far by this process. A settler has one statement in flight at a time, so
+ * settlers (one per process and database handle) that settle at the same time get different
+ * shards of the running totals: consecutive ones here, and processes started one after another
+ * (consecutive pids) mostly too.
+ */
+let settlersMade = 0;
 
 interface Waiting {
   settlement: Settlement;
@@ -61,6 +68,8 @@ interface Waiting {
 class Settler {
   private readonly waiting: Waiting[] = [];
   private busy = false;
+  /** The row of each domain's running totals this settler adds to (report-totals.ts). */
+  private readonly shard = (process.pid + settlersMade++) % REPORT_TOTAL_SHARDS;
 
   constructor(private readonly db: Db) {}
 
@@ -85,6 +94,7 @@ class Settler {
     try {
       const settled = await settleAll(
         this.db,
+        this.shard,
         batch.map((w) => w.settlement),
       );
       batch.forEach((w, i) => w.resolve(settled[i]!));
@@ -96,7 +106,7 @@ class Settler {
         return;
       }
       for (const w of batch) {
-        await settleAll(this.db, [w.settlement]).then(
+        await settleAll(this.db, this.shard, [w.settlement]).then(
           ([settled]) => w.resolve(settled!),
           (alone: unknown) => w.reject(alone),
         );
@@ -105,7 +115,7 @@ class Settler {
   }
 }
 
-async function settleAll(db: Db, settlements: Settlement[]): Promise<Settled[]> {
+async function settleAll(db: Db, shard: number, settlements: Settlement[]): Promise<Settled[]> {
   const ids = settlements.map(() => randomUUID());
   // JSON writes the report's dates as ISO strings.
   const jobs = settlements.map(({ report, claimed, pruneBefore }, i) => {
@@ -130,7 +140,7 @@ async function settleAll(db: Db, settlements: Settlement[]): Promise<Settled[]> 
     JSON.stringify(deadlines.map((r) => ({ ...r, dueAt: r.dueAt.toISOString() }))),
     now,
     PRUNE_PER_JOB,
-    REPORT_TOTAL_SHARDS,
+    shard,
     new Date(now.getTime() - STATS_RETENTION_DAYS * DAY_MS),
     PRUNE_STATS_PER_REPORT,
   ]);

@@ -1,7 +1,9 @@
 /**
- * The console's aggregates, read from the hourly rollup (ledger/report-stats.ts) and the
- * restore-point table: each one query on an index, whatever the number of reports and entries
- * (bench/console/stats.ts). The `GET /v1/stats/*` routes answer with these shapes.
+ * The console's aggregates, read from the rollup of report entries (ledger/report-stats.ts: day
+ * rows for whole UTC days, hourly rows for hour buckets and the hours of partial days) and the
+ * restore-point table: each one query on indexes, reading a number of rows bounded by the
+ * range whatever the number of reports and entries (bench/console/stats.ts). The
+ * `GET /v1/stats/*` routes answer with these shapes.
  */
 import type { Db } from "../db";
 import { sqlFile } from "../db/sql";
@@ -47,7 +49,7 @@ export interface DomainTotals {
   windows: Record<StatsWindow, WindowTotals>;
 }
 
-const emptyWindow = (): WindowTotals => ({
+export const emptyWindow = (): WindowTotals => ({
   reclaimedBytes: 0,
   removed: 0,
   kept: 0,
@@ -92,9 +94,14 @@ export function hourOf(at: Date): Date {
   return new Date(Math.floor(at.getTime() / HOUR_MS) * HOUR_MS);
 }
 
+/** The first UTC midnight at or after `at`. */
+function nextDayStart(at: Date): Date {
+  return new Date(Math.ceil(at.getTime() / DAY_MS) * DAY_MS);
+}
+
 /**
  * Per domain (each of `domains`, zeros where nothing was recorded), the 24 h / 7 d / 30 d
- * windows ending with the current hour bucket.
+ * windows ending with the current hour bucket (the last 24, 168 and 720 hour buckets).
  */
 export async function domainTotals(
   db: Db,
@@ -102,9 +109,15 @@ export async function domainTotals(
   filter: StatsFilter,
   now: Date,
 ): Promise<DomainTotals[]> {
+  const hour = hourOf(now).getTime();
+  const first = (hours: number) => new Date(hour - (hours - 1) * HOUR_MS);
   const rows = await db.$queryRawUnsafe<TotalsRow[]>(
     sqlFile(__dirname, "totals.sql"),
-    hourOf(now),
+    first(24),
+    first(168),
+    nextDayStart(first(168)),
+    first(720),
+    nextDayStart(first(720)),
     filter.domain ?? null,
     filter.scope ?? ALL_COMPANIES,
   );
@@ -170,12 +183,18 @@ export async function outcomeSeries(
   const first = bucketStart(query.from, query.bucket).getTime();
   const buckets: string[] = [];
   for (let t = first; t < query.to.getTime(); t += size) buckets.push(new Date(t).toISOString());
+  // Day buckets: the whole days before `split` from the day rows, the hours of a last day the
+  // range ends inside from the hourly rows. Hour buckets: hourly rows only.
+  const lastDay = bucketStart(query.to, "day").getTime();
+  const split = new Date(query.bucket === "day" && lastDay > first ? lastDay : first);
   const rows = await db.$queryRawUnsafe<SeriesRow[]>(
     sqlFile(__dirname, "series.sql"),
     query.outcome,
     query.by,
     query.bucket === "hour" ? "1 hour" : "1 day",
     new Date(first),
+    split,
+    split,
     query.to,
     query.domain ?? null,
     query.scope ?? ALL_COMPANIES,

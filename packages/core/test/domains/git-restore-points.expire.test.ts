@@ -17,6 +17,7 @@ import {
   insertIssue,
   insertProjectRepository,
   makeProject,
+  wakeIssue as wake,
 } from "@reclaim/testkit/src/fixtures/git-workspaces";
 import { repoFacts } from "../../../shared/test/git/round-trip";
 
@@ -27,13 +28,6 @@ async function checkoutFacts(dir: string) {
     (f) => !f.split(" ").at(-1)!.startsWith(".paperclip-repositories/"),
   );
   return { ...facts, files };
-}
-
-async function wake(stack: Stack, companyId: string, issueId: string) {
-  const r = await stack.api("POST", "/v1/events", {
-    events: [{ type: "issue.changed", companyId, issueId }],
-  });
-  expect(r.status).toBe(202);
 }
 
 async function reportFor(stack: Stack, companyId: string, workspaceId: string) {

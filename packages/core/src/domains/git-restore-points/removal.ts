@@ -100,9 +100,18 @@ export async function removeCheckout(
   return "renamed";
 }
 
-/** Step 4's deletion (no lock needed: the recorded name is this plan's alone). */
+/**
+ * Step 4's deletion (no lock needed: the recorded name is this plan's alone). A reopen that
+ * finishes the plan may delete it at the same time as the expiration does: whatever the
+ * other one removed first is not an error.
+ */
 export async function deleteAside(instanceRoot: string, removal: Removal): Promise<number> {
   const parent = await provenDirBelow(instanceRoot, path.dirname(removal.aside));
   if (typeof parent === "string") return 0;
-  return removeRetired(parent, path.basename(removal.aside));
+  try {
+    return await removeRetired(parent, path.basename(removal.aside));
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") return 0;
+    throw error;
+  }
 }

@@ -1,0 +1,180 @@
+/**
+ * Git cache expiration through the worker: a change made between the capture and the locked
+ * verification rolls back; a descendant open in its own workspace does not keep its parent's;
+ * idle expiration of an open tree and its reopen on the next run; an expired restore point
+ * reopens fresh with the warning; open trees cost no checks before their deadline.
+ */
+import { existsSync } from "node:fs";
+import { readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { createLogger, FaultPoints } from "@reclaim/core";
+import { startStack, waitFor, type Stack } from "@reclaim/testkit";
+import {
+  addWorktree,
+  DOMAIN,
+  dirtyWorkspace,
+  git,
+  gitEnv,
+  insertGitWorkspace,
+  insertIssue,
+  wakeIssue as wake,
+  workspaceEntry as entryOf,
+} from "@reclaim/testkit/src/fixtures/git-workspaces";
+
+const DAY = 86_400_000;
+
+describe("rollback", () => {
+  let stack: Stack;
+  let target: string | null = null;
+  afterAll(async () => stack?.stop());
+
+  it("a change made between the capture and the locked verification rolls back and keeps the worktree", async () => {
+    stack = await startStack({
+      env: gitEnv(true),
+      log: createLogger("error"),
+      // After the restore point was sealed and read back, before the verification under the
+      // locks: an agent writes a file directly (git's lock files do not stop that).
+      faults: FaultPoints.of({
+        "git-restore-points.saved": async () => {
+          if (target) await writeFile(path.join(target, "late.txt"), "written after the capture\n");
+        },
+      }),
+    });
+    const { project, wt, issueId, ws } = await dirtyWorkspace(stack, "task-rollback", { closedDaysAgo: 5 });
+    target = wt;
+    await wake(stack, project.companyId, issueId);
+    const entry = await entryOf(stack, project.companyId, ws, "rolled_back");
+    expect(entry.reason).toBe("worktree_changed");
+    expect(await readFile(path.join(wt, "late.txt"), "utf8")).toBe("written after the capture\n");
+    expect(await readFile(path.join(wt, "notes.md"), "utf8")).toBe("untracked\n");
+    const row = await stack.db.executionWorkspace.findUniqueOrThrow({ where: { id: ws } });
+    expect(row.status).toBe("active");
+    // The restore point was dropped, never activated.
+    const points = await stack.db.executionWorkspaceRestorePoint.findMany({
+      where: { executionWorkspaceId: ws },
+    });
+    expect(points.length).toBe(1);
+    expect(points[0]!.activatedAt).toBeNull();
+    expect(["delete_requested", "deleted"]).toContain(points[0]!.status);
+    // No git lock file is left behind: the agent's git works.
+    await git(wt, ["add", "late.txt"]);
+  });
+});
+
+describe("the issues that use a workspace, idle expiration, fresh reopen", () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ env: gitEnv(true), log: createLogger("error") });
+  });
+  afterAll(async () => stack?.stop());
+
+  it("a descendant still open in its own workspace does not keep the parent's worktree", async () => {
+    const parent = await dirtyWorkspace(stack, "task-parent", { closedDaysAgo: 4 });
+    const child = await insertIssue(stack.db, parent.project.companyId, {
+      parentId: parent.issueId,
+      closedDaysAgo: null,
+    });
+    const childWt = await addWorktree(parent.project, "task-child");
+    const childWs = await insertGitWorkspace(stack.db, {
+      project: parent.project,
+      cwd: childWt,
+      branch: "task-child",
+      sourceIssueId: child,
+    });
+    await wake(stack, parent.project.companyId, child);
+    await waitFor(async () => !existsSync(parent.wt), { what: "the parent's worktree removed" });
+    expect(existsSync(childWt)).toBe(true);
+    const childRow = await stack.db.executionWorkspace.findUniqueOrThrow({ where: { id: childWs } });
+    expect(childRow.status).toBe("active");
+  });
+
+  it("a descendant bound to the parent's workspace keeps it while open", async () => {
+    const parent = await dirtyWorkspace(stack, "task-shared", { closedDaysAgo: 4 });
+    const child = await insertIssue(stack.db, parent.project.companyId, {
+      parentId: parent.issueId,
+      closedDaysAgo: null,
+    });
+    await stack.db.issue.update({ where: { id: child }, data: { executionWorkspaceId: parent.ws } });
+    await wake(stack, parent.project.companyId, child);
+    const entry = await entryOf(stack, parent.project.companyId, parent.ws);
+    expect(entry).toEqual(expect.objectContaining({ outcome: "skipped", reason: "idle_pending" }));
+    expect(existsSync(parent.wt)).toBe(true);
+  });
+
+  it("an open tree nothing touched for the idle days is removed, and the next run reopens it", async () => {
+    const idle = await dirtyWorkspace(
+      stack,
+      "task-idle",
+      { closedDaysAgo: null, updatedDaysAgo: 10 },
+      { lastUsedDaysAgo: 10 },
+    );
+    await wake(stack, idle.project.companyId, idle.issueId);
+    const entry = await entryOf(stack, idle.project.companyId, idle.ws, "removed");
+    expect(entry.reason).toBe("idle");
+    await waitFor(async () => !existsSync(idle.wt), { what: "the idle worktree removed" });
+    const reopened = await stack.api(
+      "POST",
+      `/v1/companies/${idle.project.companyId}/execution-workspaces/${idle.ws}/reopen?wait=90`,
+      { reason: "run" },
+    );
+    expect(reopened.body).toEqual(expect.objectContaining({ outcome: "restored", path: idle.wt }));
+    expect(await readFile(path.join(idle.wt, "notes.md"), "utf8")).toBe("untracked\n");
+    expect((await git(idle.wt, ["log", "-1", "--format=%s"])).trim()).toBe("unpushed");
+  });
+
+  it("a recently touched open tree waits for its idle deadline, with no earlier check", async () => {
+    const busy = await dirtyWorkspace(
+      stack,
+      "task-busy",
+      { closedDaysAgo: null, updatedDaysAgo: 2 },
+      { lastUsedDaysAgo: 2 },
+    );
+    await wake(stack, busy.project.companyId, busy.issueId);
+    const entry = await entryOf(stack, busy.project.companyId, busy.ws);
+    expect(entry.reason).toBe("idle_pending");
+    const item = await stack.db.reclaimItemDeadline.findUniqueOrThrow({
+      where: { domain_itemId: { domain: DOMAIN, itemId: busy.ws } },
+    });
+    expect(Math.abs(item.dueAt!.getTime() - (Date.now() + 5 * DAY))).toBeLessThan(120_000);
+    await stack.idle();
+    const deadlines = await stack.db.reclaimDeadline.findMany({
+      where: { domain: DOMAIN, companyId: busy.project.companyId },
+    });
+    expect(deadlines.map((d) => d.dueAt.getTime())).toEqual([item.dueAt!.getTime()]);
+  });
+
+  it("an expired restore point reopens fresh on its branch with the warning, recorded on the activity", async () => {
+    const gone = await dirtyWorkspace(stack, "task-expired", { closedDaysAgo: 4 });
+    await wake(stack, gone.project.companyId, gone.issueId);
+    await waitFor(async () => !existsSync(gone.wt), { what: "the worktree removed" });
+    // Retention expired it (its object may already be gone).
+    await stack.db.executionWorkspaceRestorePoint.updateMany({
+      where: { executionWorkspaceId: gone.ws },
+      data: { status: "expiring" },
+    });
+    const reopened = await stack.api(
+      "POST",
+      `/v1/companies/${gone.project.companyId}/execution-workspaces/${gone.ws}/reopen?wait=90`,
+      { reason: "comment" },
+    );
+    expect(reopened.body).toEqual(
+      expect.objectContaining({
+        outcome: "fresh",
+        path: gone.wt,
+        warning: expect.stringContaining("no longer available"),
+      }),
+    );
+    // On its branch, at the tip the shared clone still has; the untracked file is gone.
+    expect((await git(gone.wt, ["symbolic-ref", "HEAD"])).trim()).toBe("refs/heads/task-expired");
+    expect(existsSync(path.join(gone.wt, "notes.md"))).toBe(false);
+    const row = await stack.db.executionWorkspace.findUniqueOrThrow({ where: { id: gone.ws } });
+    expect(row.status).toBe("active");
+    expect((row.metadata as Record<string, unknown>).gitCacheRestoration).toBeUndefined();
+    const [activity] = await stack.db.activityLog.findMany({
+      where: { entityId: gone.ws, action: "execution_workspace.reopened" },
+    });
+    expect(activity!.details).toEqual(
+      expect.objectContaining({ outcome: "fresh", warning: reopened.body.warning }),
+    );
+  });
+});
