@@ -5,13 +5,17 @@
  * restore point, the dry run.
  */
 import { randomUUID } from "node:crypto";
-import { lstat, mkdir, open, readdir, readFile, rm, symlink, utimes, writeFile } from "node:fs/promises";
+import { lstat, mkdir, open, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { readConfigOf } from "@reclaim/core";
 import { startStack, tempDir, waitFor, type Stack } from "@reclaim/testkit";
 import {
+  age,
   closeEvent,
   exists,
+  issueDirectory,
   removed,
+  snapshotOf,
   task,
   TASK_ENV,
   workspaceRow,
@@ -37,35 +41,7 @@ async function reasonFor(
   return reports.flatMap((r) => r.entries ?? []).find((e) => e.id === entryOf(t) && what(e))!;
 }
 
-/** Sets every entry's times `days` ago, deepest first, the directory itself last. */
-async function age(dir: string, days: number) {
-  const at = new Date(Date.now() - days * DAY);
-  const walk = async (p: string) => {
-    for (const name of await readdir(p)) {
-      const full = path.join(p, name);
-      const st = await lstat(full);
-      if (st.isDirectory()) await walk(full);
-      if (!st.isSymbolicLink()) await utimes(full, at, at);
-    }
-  };
-  await walk(dir);
-  await utimes(dir, at, at);
-}
-
-async function orphan(opts: { issue?: "done" | "gone" }) {
-  const company = randomUUID();
-  const issue = randomUUID();
-  const dir = path.join(stack.instanceRoot, "isolated-workspaces", company, issue);
-  if (opts.issue === "done") {
-    await stack.db.issue.create({
-      data: { id: issue, companyId: company, status: "done", completedAt: new Date(Date.now() - 10 * DAY) },
-    });
-  }
-  await mkdir(dir, { recursive: true });
-  await writeFile(path.join(dir, "notes.txt"), "orphaned\n");
-  await age(dir, 10);
-  return { company, issue, dir };
-}
+const orphan = (opts: { issue?: "done" | "gone" }) => issueDirectory(stack, opts);
 
 describe("the orphan walk", () => {
   it("removes an orphan whose issue is gone or closed past the grace, and keeps one a live lease of its tree's run refers to", async () => {
@@ -312,8 +288,8 @@ describe("a sweep", () => {
   }, 180_000);
 });
 
-describe("the dry run", () => {
-  it("reports the candidate and changes nothing, without restore points", async () => {
+describe("the controls", () => {
+  it("a dry run reports the candidate and changes nothing, without restore points", async () => {
     const dry = await startStack({
       env: {
         ...TASK_ENV,
@@ -332,6 +308,58 @@ describe("the dry run", () => {
       expect(await dry.db.executionWorkspaceRestorePoint.count()).toBe(0);
     } finally {
       await dry.stop();
+    }
+  });
+
+  it("with restore points disabled and removal on, nothing is saved or removed and restore_points_disabled is reported", async () => {
+    const off = await startStack({ env: { ...TASK_ENV, PAPERCLIP_GIT_RESTORE_POINTS_ENABLED: "false" } });
+    try {
+      const t = await task(off);
+      const before = await snapshotOf(t.dir);
+      await closeEvent(off, t);
+      const reports = await off.waitForReports("task-directories", (rs) =>
+        rs.some((r) => (r.entries ?? []).some((e) => e.id === entryOf(t))),
+      );
+      const entries = reports.flatMap((r) => r.entries ?? []).filter((e) => e.id === entryOf(t));
+      expect(entries.map((e) => [e.outcome, e.reason])).toEqual([["skipped", "restore_points_disabled"]]);
+      expect(await snapshotOf(t.dir)).toEqual(before);
+      expect((await workspaceRow(off, t)).status).toBe("active");
+      expect(await off.db.executionWorkspaceRestorePoint.count()).toBe(0);
+      expect(await readdir(path.join(off.instanceRoot, "data", "storage")).catch(() => [])).toEqual([]);
+      // Kept until something changes: no deadline for it.
+      await off.idle();
+      const item = await off.db.reclaimItemDeadline.findFirstOrThrow({
+        where: { itemId: `ws:${t.workspace}` },
+      });
+      expect([item.dueAt, item.reason]).toEqual([null, "restore_points_disabled"]);
+    } finally {
+      await off.stop();
+    }
+  });
+
+  it("default off: with the spec's defaults nothing handles task directories; the grace is at least a day", async () => {
+    expect(readConfigOf("task-directories", {})).toMatchObject({
+      enabled: false,
+      dryRun: true,
+      orphanGraceMs: 7 * DAY,
+      terminalDelayMs: 3 * DAY,
+      restorePointsEnabled: false,
+    });
+    expect(() =>
+      readConfigOf("task-directories", { PAPERCLIP_TASK_DIRECTORY_ORPHAN_GRACE_DAYS: "0" }),
+    ).toThrow("PAPERCLIP_TASK_DIRECTORY_ORPHAN_GRACE_DAYS: must be at least 1 (got 0)");
+    const plain = await startStack();
+    try {
+      const t = await task(plain);
+      const before = await snapshotOf(t.dir);
+      await closeEvent(plain, t);
+      const sweep = await plain.api("POST", "/v1/sweeps", { domain: "task-directories" });
+      expect([sweep.status, sweep.body.error]).toEqual([409, "RECLAIM_ERR_DOMAIN_DISABLED"]);
+      await plain.idle();
+      expect(await plain.db.reclaimBatchReport.count({ where: { domain: "task-directories" } })).toBe(0);
+      expect(await snapshotOf(t.dir)).toEqual(before);
+    } finally {
+      await plain.stop();
     }
   });
 });

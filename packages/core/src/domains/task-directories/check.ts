@@ -10,17 +10,19 @@
  * apply (the job's transaction): for each capture, take the issue's source lock and the
  *   workspace lifecycle lock without waiting (busy: keep, retry in an hour), read and judge
  *   again under them, then activate the restore point and archive the row in this same
- *   transaction (removal.ts). Settle every item judged (its next deadline, or none).
- * finish (after commit): remove what was archived now or earlier (removal.ts).
+ *   transaction (removal.ts). Settle every item judged: its next deadline, or none; an
+ *   archived one stays due until its removal is done, so a crash in finish loses nothing.
+ * finish (after commit): remove what was archived now or earlier (removal.ts), settle those
+ *   items (done, or an hour later), and ask for the company's job at its earliest item.
  */
-import { INSTANCE_SCOPE, dueItems, forgetItems, settleItem, wakeItems, type DueItem } from "../../ledger";
+import { INSTANCE_SCOPE, dueItems, forgetItems, nextItemDue, settleItem, type DueItem } from "../../ledger";
 import type { Tx } from "../../db";
 import { storageFor } from "../../storage";
 import { isClosedWorkspaceStatus, workspaceRows, type WorkspaceRow } from "../../workspaces";
 import type { JobContext } from "../types";
 import { captureDirectory, dropRestorePoint, restorePointKey } from "./capture";
 import { LIMITS, type TaskDirectoriesConfig } from "./config";
-import { DOMAIN, itemOf, wsItem } from "./events";
+import { DOMAIN, itemOf } from "./events";
 import {
   deleteRetiredOrphans,
   judgeDirectories,
@@ -41,17 +43,22 @@ interface Candidate extends ArchiveCandidate {
   bytes: number;
 }
 
+/** A removal to do or finish after commit, with the workspace's item (settled when it is done). */
+interface Removal extends PendingRemoval {
+  item: DueItem;
+}
+
 export interface Prepared {
   settle: { item: DueItem; dueAt: Date | null; reason: string }[];
   forget: string[];
   candidates: Candidate[];
-  removals: PendingRemoval[];
+  removals: Removal[];
   directories: DirectoryWork | null;
   walk: OrphanWalk | null;
 }
 
 export interface Applied {
-  removals: PendingRemoval[];
+  removals: Removal[];
   orphans: RetiredOrphan[];
 }
 
@@ -79,6 +86,7 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
     ctx,
     companyId,
     due.filter((d) => itemOf(d.itemId).kind === "dir"),
+    new Set(byWorkspace.keys()),
   );
   const rows = await workspaceRows(ctx.db, companyId, [...byWorkspace.keys()]);
   const open: WorkspaceRow[] = [];
@@ -95,9 +103,17 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
     if (isClosedWorkspaceStatus(row.status) && state) {
       // Archived by this domain: the removal is finished here (after a crash, or a busy lock).
       if (state.state !== "removed" && !ctx.dryRun) {
-        prepared.removals.push({ companyId, workspaceId: id, sourceIssueId: row.source_issue_id!, state });
+        prepared.removals.push({
+          item,
+          companyId,
+          workspaceId: id,
+          sourceIssueId: row.source_issue_id!,
+          state,
+        });
+        prepared.settle.push({ item, dueAt: ctx.startedAt, reason: "removing" });
+      } else {
+        prepared.settle.push({ item, dueAt: null, reason: "closed" });
       }
-      prepared.settle.push({ item, dueAt: null, reason: "closed" });
       continue;
     }
     // Open, or closed by someone else while its issue may still be bound to it (the orphan
@@ -229,13 +245,16 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     }
     ctx.report.candidate(id, c.bytes, { companyId: c.row.company_id });
     removals.push({
+      item: c.item,
       companyId: c.row.company_id,
       workspaceId: c.row.id,
       sourceIssueId: c.row.source_issue_id!,
       state: archived.state,
       preserved: isClosedWorkspaceStatus(c.row.status),
     });
-    prepared.settle.push({ item: c.item, dueAt: null, reason: "archived" });
+    // Due until finish has removed the directory: a crash before that leaves it due, so the
+    // retried job (or the next one) finishes the removal.
+    prepared.settle.push({ item: c.item, dueAt: ctx.startedAt, reason: "removing" });
   }
   await forgetItems(tx, DOMAIN, prepared.forget);
   for (const s of prepared.settle) {
@@ -245,7 +264,6 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
       s,
       ctx.startedAt,
     );
-    if (s.dueAt) ctx.deadlines.at("item", s.dueAt);
   }
   const orphans = prepared.directories ? await prepared.directories.apply(tx) : [];
   return { removals, orphans };
@@ -280,34 +298,33 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
         });
       }
     } else if (result.outcome === "kept") {
-      if (result.reason === "already_removed") continue;
-      ctx.report.skip(id, result.reason, { companyId: item.companyId });
-      log(ctx, row, "skipped", result.reason, 0, 0);
-      if (result.retry) await retryItem(ctx, item);
+      if (result.reason !== "already_removed") {
+        ctx.report.skip(id, result.reason, { companyId: item.companyId });
+        log(ctx, row, "skipped", result.reason, 0, 0);
+      }
     } else {
       ctx.report.failed(id, result.reason, { companyId: item.companyId });
       log(ctx, row, "skipped", result.reason, 0, 0);
-      await retryItem(ctx, item);
     }
+    // Done, or tried again in an hour (a busy lock, a failed rename or delete). A wake since
+    // apply left the item due: the next job looks at it.
+    const retry = result.outcome === "failed" || (result.outcome === "kept" && result.retry);
+    await settleItem(
+      ctx.db,
+      { domain: DOMAIN, itemId: item.item.itemId, version: item.item.version + 1n },
+      {
+        dueAt: retry ? ctx.later(LIMITS.busyRetryMs) : null,
+        reason: retry ? "removal_retry" : result.outcome,
+      },
+      ctx.startedAt,
+    );
+  }
+  if (ctx.scope !== INSTANCE_SCOPE) {
+    // The company's job is due again at its earliest item: one this batch kept, one it did
+    // not reach (more than a batch was due), or one another batch scheduled. The ledger row
+    // that made this job due is consumed, so without this a later item would wait for a change.
+    const next = await nextItemDue(ctx.db, DOMAIN, ctx.scope);
+    if (next) ctx.deadlines.at("item", next);
   }
   await ctx.faults.hit("task-directories.finished");
-}
-
-/** A removal to try again in an hour: the workspace's item is due then. */
-async function retryItem(ctx: Ctx, item: PendingRemoval): Promise<void> {
-  const dueAt = ctx.later(LIMITS.busyRetryMs);
-  await wakeItems(
-    ctx.db,
-    [
-      {
-        domain: DOMAIN,
-        scope: item.companyId,
-        itemId: wsItem(item.workspaceId),
-        reason: "removal_retry",
-        dueAt,
-      },
-    ],
-    ctx.startedAt,
-  );
-  ctx.deadlines.at("item", dueAt);
 }

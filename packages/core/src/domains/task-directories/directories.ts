@@ -15,7 +15,7 @@ import { rename, rm } from "node:fs/promises";
 import path from "node:path";
 import type { Tx } from "../../db";
 import { treeStats } from "../../fs";
-import { settleItem, wakeItems, type DueItem, type ItemWake } from "../../ledger";
+import { INSTANCE_SCOPE, settleItem, wakeItems, type DueItem, type ItemWake } from "../../ledger";
 import {
   consumersOf,
   subjectFacts,
@@ -28,6 +28,7 @@ import { LIMITS, type TaskDirectoriesConfig } from "./config";
 import { DOMAIN, itemOf, wsItem } from "./events";
 import { directoryRefs, type DirectoryRef } from "./queries";
 import { classify, judgeOrphan, type Verdict } from "./rules";
+import { retryLeftover } from "./orphans";
 import { directoryKind, sideName, taskDirectory } from "./survey";
 
 type Ctx = JobContext<TaskDirectoriesConfig>;
@@ -81,10 +82,15 @@ async function judgeOrphans(ctx: Ctx, db: Ctx["db"] | Tx, companyId: string, ite
   return { dirs, paths, refs, facts, rows };
 }
 
+/**
+ * Judges the due `dir:` items. `judgedHere`: the workspaces whose own items this batch judges
+ * already; a directory they point at does not wake them again (each would be judged twice).
+ */
 export async function judgeDirectories(
   ctx: Ctx,
   companyId: string,
   items: DueItem[],
+  judgedHere: ReadonlySet<string>,
 ): Promise<DirectoryWork> {
   const wakes: ItemWake[] = [];
   const settle: { item: DueItem; dueAt: Date | null; reason: string }[] = [];
@@ -113,13 +119,14 @@ export async function judgeDirectories(
     const classification = classify(refs, boundTo);
     if (classification.kind !== "orphan") {
       // The row is judged by its own item (open, or closed and still bound).
-      wakes.push({
-        domain: DOMAIN,
-        scope: companyId,
-        itemId: wsItem(classification.workspaceId),
-        reason: "item",
-        dueAt: ctx.startedAt,
-      });
+      if (!judgedHere.has(classification.workspaceId))
+        wakes.push({
+          domain: DOMAIN,
+          scope: companyId,
+          itemId: wsItem(classification.workspaceId),
+          reason: "item",
+          dueAt: ctx.startedAt,
+        });
       settle.push({ item: d.item, dueAt: null, reason: classification.kind });
       continue;
     }
@@ -191,7 +198,7 @@ export async function deleteRetiredOrphans(ctx: Ctx, retired: RetiredOrphan[]): 
     } catch {
       ctx.report.failed(id, "delete_failed", { companyId: r.companyId });
       // The walk's leftover pass deletes it, an hour later.
-      ctx.deadlines.at("leftovers", ctx.later(LIMITS.leftoverAgeMs), "instance");
+      ctx.deadlines.at("leftovers", await retryLeftover(ctx, r.path), INSTANCE_SCOPE);
     }
   }
 }

@@ -3,7 +3,11 @@
  * sweep, continuing from its cursor in the next sweep; each directory it meets is handed to
  * its company's job (a `dir:` item due now), which classifies it (directories.ts). The walk
  * also deletes leftover `.expired-*` and `.restoring-*` directories older than an hour (a
- * crash mid-delete, an interrupted restore). Never follows a symbolic link.
+ * crash mid-delete, an interrupted restore); a younger one, or one it could not delete, is
+ * looked at again when it is an hour old (`leftovers`). Never follows a symbolic link.
+ *
+ * A start-up claim walks from the beginning, even when the previous start's walk stopped half
+ * way (its cursor and continuation still in the ledger): every start walks every directory.
  */
 import { rm } from "node:fs/promises";
 import { lstat } from "node:fs/promises";
@@ -25,14 +29,14 @@ export interface OrphanWalk {
 const WALK_CURSOR = "walk";
 
 export async function prepareOrphanWalk(ctx: Ctx): Promise<OrphanWalk> {
-  const walking =
-    ctx.claimed.some((c) => c.reason === "startup" || c.reason === "continue") || ctx.kind === "sweep";
+  const startup = ctx.claimed.some((c) => c.reason === "startup");
+  const walking = startup || ctx.claimed.some((c) => c.reason === "continue") || ctx.kind === "sweep";
   if (!ctx.dryRun) await deleteLeftovers(ctx);
   let slice: string[] = [];
   let cursor: string | null = null;
   if (walking) {
     const all = await listIssueDirectories(ctx.instanceRoot);
-    const after = await ctx.readCursor(WALK_CURSOR);
+    const after = startup ? null : await ctx.readCursor(WALK_CURSOR);
     const rest = after === null ? all : all.filter((name) => name > after);
     slice = rest.slice(0, LIMITS.directoriesPerSweep);
     cursor = rest.length > slice.length ? slice.at(-1)! : null;
@@ -64,15 +68,42 @@ async function deleteLeftovers(ctx: Ctx): Promise<void> {
   const cutoff = ctx.startedAt.getTime() - LIMITS.leftoverAgeMs;
   for (const leftover of await listSideDirectories(ctx.instanceRoot)) {
     const rel = path.relative(ctx.instanceRoot, leftover);
+    let changedMs: number | null = null;
     try {
       const stat = await lstat(leftover);
-      if (!stat.isDirectory() || stat.mtimeMs > cutoff) continue;
+      if (!stat.isDirectory()) continue;
+      changedMs = stat.mtimeMs;
+      if (stat.mtimeMs > cutoff) {
+        // Perhaps still in use (a removal or restore under way): looked at when an hour old.
+        ctx.deadlines.at("leftovers", hourAfter(stat.mtimeMs));
+        continue;
+      }
       const bytes = (await treeStats(leftover)).allocatedBytes;
       await rm(leftover, { recursive: true, force: false, maxRetries: 2 });
       ctx.report.removedEntry(rel, bytes, { reason: "interrupted_deletion" });
     } catch {
       ctx.report.failed(rel, "leftover_delete_failed");
-      ctx.deadlines.at("leftovers", ctx.later(LIMITS.leftoverAgeMs));
+      ctx.deadlines.at("leftovers", await retryLeftover(ctx, leftover, changedMs));
     }
   }
+}
+
+/** The first moment a leftover last changed at `changedMs` is older than an hour. */
+const hourAfter = (changedMs: number) => new Date(Math.ceil(changedMs) + LIMITS.leftoverAgeMs);
+
+/**
+ * When to try a leftover again that could not be deleted: an hour later, and no sooner than
+ * it is an hour old again (a delete that removed part of it changed it just now).
+ */
+export async function retryLeftover(
+  ctx: Ctx,
+  leftover: string,
+  changedMs: number | null = null,
+): Promise<Date> {
+  const now = await lstat(leftover).then(
+    (stat) => stat.mtimeMs,
+    () => changedMs,
+  );
+  const later = ctx.later(LIMITS.leftoverAgeMs);
+  return now === null ? later : new Date(Math.max(later.getTime(), hourAfter(now).getTime()));
 }

@@ -120,7 +120,7 @@ export function judgeOrphan(
     // The issue is gone: removed (its contents need no grace, but a directory written to just
     // now may belong to an issue row not yet visible; the mtime grace covers that too).
     return unchangedUntil > now
-      ? { save: false, reason: "recently_changed", recheckAt: new Date(unchangedUntil) }
+      ? { save: false, reason: "recently_changed", recheckAt: atOrAfter(unchangedUntil) }
       : { save: true };
   }
   if (facts.tree_open) return { save: false, reason: "issue_open", recheckAt: null };
@@ -130,8 +130,11 @@ export function judgeOrphan(
     return {
       save: false,
       reason: closedUntil > now ? "orphan_grace" : "recently_changed",
-      recheckAt: new Date(until),
+      recheckAt: atOrAfter(until),
     };
   }
   return { save: true };
 }
+
+/** A deadline no earlier than `ms` (file times have sub-millisecond parts a Date drops). */
+const atOrAfter = (ms: number) => new Date(Math.ceil(ms));
