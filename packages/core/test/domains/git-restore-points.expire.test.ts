@@ -19,16 +19,7 @@ import {
   makeProject,
   wakeIssue as wake,
 } from "@reclaim/testkit/src/fixtures/git-workspaces";
-import { repoFacts } from "../../../shared/test/git/round-trip";
-
-/** The payload issue's comparison of a checkout; nested checkouts are compared on their own. */
-async function checkoutFacts(dir: string) {
-  const facts = await repoFacts(dir, { leaveOut: true });
-  const files = (facts.files as string[]).filter(
-    (f) => !f.split(" ").at(-1)!.startsWith(".paperclip-repositories/"),
-  );
-  return { ...facts, files };
-}
+import { checkoutFacts } from "./git-restore-points.fixtures";
 
 async function reportFor(stack: Stack, companyId: string, workspaceId: string) {
   const reports = await stack.waitForReports(DOMAIN, (rs) =>

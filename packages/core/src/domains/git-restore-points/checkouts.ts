@@ -11,6 +11,7 @@ import {
   verifyUnchanged,
   type Capture,
   type HeldGitLocks,
+  type RestoreManifest,
 } from "@reclaim/shared";
 import { inspectCheckout, isReproducible, scopeOf, type Inspection } from "./inspect";
 import type { SavedPoint } from "./save";
@@ -24,6 +25,8 @@ export interface Judged {
   /** The capture: sealed when it is unreproducible in restore-point mode, else disposed. */
   capture: Capture;
   reproducible: boolean;
+  /** The manifest it was last restored from, passed to every capture of it (manifests.ts). */
+  restoredFrom?: RestoreManifest;
 }
 
 export type Judgement =
@@ -58,7 +61,12 @@ export async function judgeCheckouts(
   main: { survey: CheckoutSurvey; remoteUrl: string },
   nested: NestedSurvey[],
   nestedUrls: string[],
-  options: { tmpDir?: string; signal?: AbortSignal },
+  options: {
+    tmpDir?: string;
+    signal?: AbortSignal;
+    /** Nested checkout name -> the manifest it was last restored from. */
+    restoredFrom?: Map<string, RestoreManifest>;
+  },
 ): Promise<Judgement> {
   const judged: Judged[] = [];
   const verdict = async (
@@ -66,9 +74,11 @@ export async function judgeCheckouts(
     name: string | null,
     remoteUrl: string,
   ): Promise<Judgement | null> => {
+    const restoredFrom = name === null ? undefined : options.restoredFrom?.get(name);
     const inspection: Inspection = await inspectCheckout(survey, {
       remoteUrl,
       nested: name !== null,
+      restoredFrom,
       tmpDir: options.tmpDir,
       signal: options.signal,
     });
@@ -87,6 +97,7 @@ export async function judgeCheckouts(
       remoteUrl,
       capture: inspection.capture,
       reproducible: inspection.verdict === "reproducible",
+      restoredFrom,
     });
     return null;
   };
@@ -153,6 +164,7 @@ export async function verifyCheckouts(
         base: { kind: "remote", url: j.remoteUrl },
         scope: scopeOf(j.survey),
         nested: j.name !== null,
+        restoredFrom: j.restoredFrom,
         signal,
       });
     } catch (error) {

@@ -35,6 +35,7 @@ import { dueFor, recordActivation, storageFor } from "../../restore-points";
 import {
   archiveWorkspace,
   lifecycleGeneration,
+  metadataOf,
   subjectFacts,
   tryLockIssueSource,
   tryLockWorkspaceLifecycle,
@@ -49,6 +50,7 @@ import {
 } from "./checkouts";
 import { LIMITS, type GitRestorePointsConfig } from "./config";
 import { gitWorkspaces, nextGeneration, projectRepositories, type GitWorkspace } from "./queries";
+import { restoredFromManifests } from "./manifests";
 import { buildRecipe, buildRemoval } from "./plan";
 import { RECIPE_KEY, REMOVAL_KEY, type Removal } from "./recipe";
 import { completeRemoval } from "./finish";
@@ -154,7 +156,11 @@ export async function expireWorkspace(
           { survey: survey.checkout, remoteUrl: ws.repo_url },
           survey.nested,
           await projectRepositories(tx, companyId, ws.project_id),
-          { tmpDir: os.tmpdir(), signal: ctx.signal },
+          {
+            tmpDir: os.tmpdir(),
+            signal: ctx.signal,
+            restoredFrom: await restoredFromManifests(tx, companyId, metadataOf(ws.metadata)),
+          },
         );
         if (judgement.state === "blocked") return skip(judgement.reason, null, bytes, judgement.detail);
         judged = judgement.checkouts;

@@ -12,7 +12,7 @@
  * row's lifecycle generation is the archive's: a reopen raised it, and the plan stops.
  */
 import os from "node:os";
-import { GitLocksBusy, parseManifest, type HeldGitLocks } from "@reclaim/shared";
+import { GitLocksBusy, type HeldGitLocks } from "@reclaim/shared";
 import type { Tx } from "../../db";
 import { dueFor, supersedeRestorePoint } from "../../restore-points";
 import {
@@ -35,6 +35,7 @@ import {
 import { LIMITS } from "./config";
 import type { ExpireContext, ExpireResult } from "./expire";
 import { RECIPE_KEY, readRecipe, readRemoval, REMOVAL_KEY, type Recipe, type Removal } from "./recipe";
+import { restoredFromManifests, storedManifest } from "./manifests";
 import { deleteAside, removeCheckout } from "./removal";
 import type { SavedPoint } from "./save";
 import { surveyWorkspace } from "./survey";
@@ -155,7 +156,7 @@ export async function resumeRemoval(
             };
           throw error;
         }
-        const changed = await changedSince(ctx, companyId, recipe.value, survey);
+        const changed = await changedSince(ctx, companyId, recipe.value, survey, metadata);
         judged = changed.judged;
         if (changed.difference !== null) {
           await rollBack(ctx, companyId, workspaceId, recipe.value, plan);
@@ -191,7 +192,9 @@ async function changedSince(
   companyId: string,
   recipe: Recipe,
   survey: Extract<Awaited<ReturnType<typeof surveyWorkspace>>, { state: "present" }>,
+  metadata: Record<string, unknown>,
 ): Promise<{ difference: string | null; judged: Judged[] }> {
+  const restoredFrom = await restoredFromManifests(ctx.db, companyId, metadata);
   const expected = [recipe.worktree, ...recipe.contents];
   const names = survey.nested.map((n) => n.name).sort();
   const recorded = recipe.contents.map((c) => c.checkoutName).sort();
@@ -202,7 +205,7 @@ async function changedSince(
     { survey: survey.checkout, remoteUrl: recipe.worktree.repoUrl },
     survey.nested,
     recipe.contents.map((c) => c.repoUrl),
-    { tmpDir: os.tmpdir(), signal: ctx.signal },
+    { tmpDir: os.tmpdir(), signal: ctx.signal, restoredFrom },
   );
   if (judgement.state === "blocked")
     return { difference: `${judgement.reason}: ${judgement.detail}`, judged: [] };
@@ -217,13 +220,10 @@ async function changedSince(
         return { difference: `${j.survey.path}: no longer reproducible`, judged: judgement.checkouts };
       continue;
     }
-    const row = await ctx.db.executionWorkspaceRestorePoint.findFirst({
-      where: { id: entry.restorePointId, companyId },
-    });
-    const manifest = (row?.metadata as { manifest?: unknown } | null)?.manifest;
-    if (!row || manifest === undefined)
+    const manifest = await storedManifest(ctx.db, companyId, entry.restorePointId);
+    if (manifest === null)
       return { difference: `restore point ${entry.restorePointId} is missing`, judged: judgement.checkouts };
-    saved.set(j, { manifest: parseManifest(String(manifest)) } as SavedPoint);
+    saved.set(j, { manifest } as SavedPoint);
   }
   // verifyCheckouts compares the reproducible ones with their own fresh capture, which is
   // what the checks above did against the recorded commit already.

@@ -24,6 +24,7 @@ import {
   type CapturePreview,
   type CaptureScope,
   type RefusalReason,
+  type RestoreManifest,
 } from "@reclaim/shared";
 import type { CheckoutSurvey } from "./survey";
 
@@ -37,6 +38,8 @@ export interface InspectOptions {
   /** The repository URL the remote is read from (the workspace row's, never the checkout's config). */
   remoteUrl: string;
   nested: boolean;
+  /** The manifest of the restore point the checkout was last restored from (manifests.ts). */
+  restoredFrom?: RestoreManifest;
   tmpDir?: string;
   signal?: AbortSignal;
 }
@@ -62,6 +65,7 @@ export async function inspectCheckout(
       base: { kind: "remote", url: options.remoteUrl },
       scope: scopeOf(checkout),
       nested: options.nested,
+      restoredFrom: options.restoredFrom,
       tmpDir: options.tmpDir,
       signal: options.signal,
     });

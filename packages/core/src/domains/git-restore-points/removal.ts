@@ -8,8 +8,8 @@
  *  2. its worktree registrations (`<clone>/.git/worktrees/<name>`, holding its index, HEAD,
  *     reflog and Reclaim's index.lock / HEAD.lock) are deleted, each only while it still names
  *     the removed checkout;
- *  3. nested worktrees' own branches are deleted, each only at its recorded commit
- *     (`update-ref -d <ref> <oid>`), and Reclaim's ref locks in the shared clones removed;
+ *  3. Reclaim's lock files are released (and a dead holder's broken), then nested worktrees'
+ *     own branches deleted, each only at its recorded commit (`update-ref -d <ref> <oid>`);
  *  4. the plan is marked `renamed` and the renamed tree deleted (allocated bytes freed);
  *  5. the plan is cleared.
  * Every step checks before it acts and is a no-op when already done, so repeating the whole
@@ -94,9 +94,11 @@ export async function removeCheckout(
   if (moved === "replaced") return "replaced";
   await faults.hit("git-restore-points.renamed-aside");
   for (const r of removal.registrations) await removeRegistration(r.adminDir, r.gitdir);
-  for (const b of removal.branches) await deleteBranch(b.clone, b.ref, b.oid);
+  // The branch ref locks go first: git refuses to delete a ref whose lock file exists. The
+  // deletion names the recorded commit, so a branch moved meanwhile is left alone.
   await release();
   await breakLeftoverGitLocks(removal.lockFiles);
+  for (const b of removal.branches) await deleteBranch(b.clone, b.ref, b.oid);
   return "renamed";
 }
 

@@ -18,7 +18,7 @@
  * workspace stays closed, so the run never starts in a new workspace.
  */
 import { lstat } from "node:fs/promises";
-import { breakLeftoverGitLocks, loadInstanceKey, parseManifest } from "@reclaim/shared";
+import { breakLeftoverGitLocks, loadInstanceKey } from "@reclaim/shared";
 import type { Tx } from "../../db";
 import { dueFor, storageFor } from "../../restore-points";
 import {
@@ -32,6 +32,7 @@ import {
   type WorkspaceRow,
 } from "../../workspaces";
 import type { GitRestorePointsConfig } from "./config";
+import { manifestOf, RESTORED_FROM_KEY } from "./manifests";
 import { readRecipe, readRemoval, RECIPE_KEY, REMOVAL_KEY, type CheckoutRecipe, type Recipe } from "./recipe";
 import { deleteAside, removeCheckout } from "./removal";
 import { restoreCheckout, RestoreRefused, type CheckoutRestore, type RestoreDeps } from "./restore";
@@ -76,6 +77,8 @@ async function reopenGitWorkspace(ctx: Ctx, tx: Tx, row: WorkspaceRow): Promise<
     instanceKey: await loadInstanceKey(ctx.config.instanceKey),
   };
   const used: string[] = [];
+  /** Nested checkout name -> the restore point it was restored from (manifests.ts). */
+  const restoredFrom: Record<string, string> = {};
   let fresh = false;
   try {
     const main = await how(ctx, tx, row, recipe.value.worktree, recipe.value.worktree.baseRef);
@@ -90,11 +93,14 @@ async function reopenGitWorkspace(ctx: Ctx, tx: Tx, row: WorkspaceRow): Promise<
         fresh = true;
         continue;
       }
-      if (restore.kind === "point") used.push(nested.restorePointId!);
+      if (restore.kind === "point") {
+        used.push(nested.restorePointId!);
+        restoredFrom[nested.checkoutName] = nested.restorePointId!;
+      }
       await restoreCheckout(deps, nested, restore);
     }
     const answer = fresh ? "fresh" : outcome === "already_applied" ? "already_applied" : "restored";
-    return finish(ctx, tx, row, recipe.value, answer, used, fresh ? FRESH_WARNING : undefined);
+    return finish(ctx, tx, row, recipe.value, answer, used, fresh ? FRESH_WARNING : undefined, restoredFrom);
   } catch (error) {
     if (error instanceof RestoreRefused) return { outcome: "failed", path: row.cwd, reason: error.reason };
     throw error;
@@ -125,13 +131,9 @@ async function how(
       `restore point ${point.id} is stored with ${point.storageProvider}`,
     );
   }
-  const manifest = (point.metadata as { manifest?: unknown } | null)?.manifest;
-  if (manifest === undefined)
-    throw new RestoreRefused("no_manifest", `restore point ${point.id} has no manifest`);
-  return {
-    kind: "point",
-    point: { storageKey: point.storageKey, manifest: parseManifest(String(manifest)) },
-  };
+  const manifest = manifestOf(point);
+  if (manifest === null) throw new RestoreRefused("no_manifest", `restore point ${point.id} has no manifest`);
+  return { kind: "point", point: { storageKey: point.storageKey, manifest } };
 }
 
 async function finish(
@@ -142,6 +144,8 @@ async function finish(
   outcome: "restored" | "already_applied" | "fresh",
   used: string[],
   warning: string | undefined,
+  /** Null: the checkouts were not restored here (a removal never finished kept them). */
+  restoredFrom: Record<string, string> | null = null,
 ): Promise<ReopenResult> {
   const now = ctx.clock.now();
   const reactivated = await reactivateWorkspace(tx, {
@@ -149,6 +153,7 @@ async function finish(
     workspaceId: row.id,
     now,
     removeKeys: [RECIPE_KEY, REMOVAL_KEY],
+    ...(restoredFrom === null ? {} : { metadata: { [RESTORED_FROM_KEY]: restoredFrom } }),
     reopenPending: true,
   });
   if (reactivated === null) return { outcome: "failed", path: row.cwd, reason: "workspace_changed" };
