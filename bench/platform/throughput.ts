@@ -1,118 +1,91 @@
 /**
- * End-to-end throughput of no-op domain jobs through the scheduler (one POST /v1/events
- * carrying N changes -> ledger -> BullMQ) and a worker (claim, locked transaction, settle,
- * report row), against bare BullMQ add + process of N no-op jobs, in the same run.
- *   npx tsx bench/platform/throughput.ts        (BENCH_JOBS=1000, BENCH_CONCURRENCY=8)
+ * End-to-end throughput of no-op domain jobs: the scheduler (POST /v1/events carrying N
+ * changes -> ledger -> BullMQ) and worker processes (claim, locked transaction, settle with
+ * the report row, next-deadline sync), against two baselines measured in the same run over
+ * the same number of worker processes and the same concurrency (fleet.ts):
+ *  - bare BullMQ: addBulk of N jobs, processors that return at once;
+ *  - the one-transaction floor: the same, each job running one PostgreSQL transaction
+ *    (advisory lock + one insert). Target: Reclaim at least 0.7x the floor.
+ * Also printed: CPU per job of the worker processes and of this process (producer/scheduler).
+ *   npx tsx bench/platform/throughput.ts   (BENCH_JOBS=1000, BENCH_CONCURRENCY=8,32,
+ *     BENCH_PROCESSES=1,3, BENCH_REPEAT=1; BENCH_ONLY=floor,reclaim to profile some of them,
+ *     BENCH_CPU_PROF=<dir> for the workers' CPU profiles)
  */
 import { randomUUID } from "node:crypto";
-import { Queue, Worker } from "bullmq";
-import { Redis } from "ioredis";
-import { createDb, defineDomain, silentLogger, type AnyDomain, type DomainId } from "../../packages/core/src";
-import { createScheduler } from "../../apps/scheduler/src/service";
-import { createWorkerService } from "../../apps/worker/src/service";
-import { benchEnv, REDIS_URL, report, time } from "../support";
+import { benchEnv, report } from "../support";
+import {
+  BARE_QUEUE,
+  createFloorTable,
+  FLOOR_QUEUE,
+  measure,
+  postEvents,
+  startScheduler,
+  submitBullmq,
+  type ChildMode,
+  type Measured,
+  type Setup,
+} from "./fleet";
 
 const N = Number(process.env.BENCH_JOBS ?? 1000);
-const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
-// A reserved id that no real domain implements yet carries the no-op domain.
-const NOOP_ID: DomainId = "nested-clone-migration";
+const list = (v: string | undefined, d: string) => (v ?? d).split(",").map(Number);
+const CONCURRENCY = list(process.env.BENCH_CONCURRENCY, "8,32");
+const PROCESSES = list(process.env.BENCH_PROCESSES, "1,3");
+const REPEAT = Number(process.env.BENCH_REPEAT ?? 1);
 
-const noop = defineDomain({
-  id: NOOP_ID,
-  title: "no-op (benchmark)",
-  options: {},
-  readConfig: () => ({ enabled: true, dryRun: false }),
-  events: {
-    "issue.changed": (event, ctx) => [
-      { domain: NOOP_ID, scope: event.companyId, reason: "bench", dueAt: ctx.now },
-    ],
-  },
-  apply: async (ctx) => ctx.report.examined(),
-});
-
-async function bare(prefix: string): Promise<number> {
-  const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  const queue = new Queue("bare", { connection, prefix });
-  let done = 0;
-  let finish!: () => void;
-  const all = new Promise<void>((resolve) => (finish = resolve));
-  const workerConnection = connection.duplicate();
-  const worker = new Worker("bare", async () => ({ ok: true }), {
-    connection: workerConnection,
-    prefix,
-    concurrency: CONCURRENCY,
-  });
-  worker.on("completed", () => ++done === N && finish());
-  await worker.waitUntilReady();
-  const { ms } = await time(async () => {
-    await queue.addBulk(
-      Array.from({ length: N }, (_, i) => ({ name: "noop", data: { i }, opts: { removeOnComplete: true } })),
+async function reclaim(setup: Setup): Promise<Measured> {
+  const scheduler = await startScheduler(setup);
+  try {
+    return await measure(setup, "reclaim", N, () =>
+      postEvents(
+        scheduler,
+        Array.from({ length: N }, () => randomUUID()),
+      ),
     );
-    await all;
-  });
-  await worker.close();
-  await queue.close();
-  workerConnection.disconnect();
-  connection.disconnect();
-  return ms;
+  } finally {
+    await scheduler.stop();
+  }
 }
 
-async function reclaim(databaseUrl: string, prefix: string): Promise<{ ms: number; enqueueMs: number }> {
-  const env = {
-    DATABASE_URL: databaseUrl,
-    REDIS_URL,
-    RECLAIM_QUEUE_PREFIX: prefix,
-    RECLAIM_API_TOKEN: "bench-token-0123456789",
-    RECLAIM_WORKER_CONCURRENCY: String(CONCURRENCY),
-    PAPERCLIP_INSTANCE_ROOT: "/nonexistent",
-  };
-  const domains = new Map<DomainId, AnyDomain>([[NOOP_ID, noop]]);
-  const scheduler = await createScheduler({ env, domains, log: silentLogger });
-  const worker = createWorkerService({ env, domains, log: silentLogger });
-  await worker.start();
-  await scheduler.started;
-  const db = createDb(databaseUrl);
-  const events = Array.from({ length: N }, () => ({
-    type: "issue.changed",
-    companyId: randomUUID(),
-    issueId: randomUUID(),
-  }));
-  let enqueueMs = 0;
-  const { ms } = await time(async () => {
-    const sent = await time(() =>
-      scheduler.app.inject({
-        method: "POST",
-        url: "/v1/events",
-        headers: { authorization: `Bearer ${env.RECLAIM_API_TOKEN}` },
-        payload: { events },
-      }),
-    );
-    enqueueMs = sent.ms;
-    if (sent.value.statusCode !== 202) throw new Error(sent.value.body);
-    for (;;) {
-      if ((await db.reclaimBatchReport.count()) >= N) break;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  });
-  await worker.stop();
-  await scheduler.stop();
-  await db.$disconnect();
-  return { ms, enqueueMs };
-}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const only = (mode: ChildMode) => !process.env.BENCH_ONLY || process.env.BENCH_ONLY.includes(mode);
+const NONE: Measured = { rate: NaN, workerCpu: NaN, mainCpu: NaN };
 
 async function main(): Promise<void> {
   const env = await benchEnv();
+  await createFloorTable(env.databaseUrl);
   try {
-    const bareMs = await bare(env.prefix);
-    const r = await reclaim(env.databaseUrl, env.prefix);
-    report("no-op jobs: scheduler + worker vs bare BullMQ", {
-      jobs: N,
-      "worker concurrency": CONCURRENCY,
-      "bare BullMQ jobs/s": (N / (bareMs / 1000)).toFixed(0),
-      "Reclaim jobs/s": (N / (r.ms / 1000)).toFixed(0),
-      "  of which scheduling N events (ms)": r.enqueueMs.toFixed(0),
-      "Reclaim / bare throughput ratio": (bareMs / r.ms).toFixed(3),
-    });
+    for (const processes of PROCESSES) {
+      for (const concurrency of CONCURRENCY) {
+        const setup = { databaseUrl: env.databaseUrl, prefix: env.prefix, processes, concurrency };
+        const runs: { bare: Measured; floor: Measured; reclaim: Measured }[] = [];
+        for (let r = 0; r < REPEAT; r++) {
+          const bare = only("bare")
+            ? await measure(setup, "bare", N, submitBullmq(setup, BARE_QUEUE, N))
+            : NONE;
+          const floor = only("floor")
+            ? await measure(setup, "floor", N, submitBullmq(setup, FLOOR_QUEUE, N))
+            : NONE;
+          runs.push({ bare, floor, reclaim: only("reclaim") ? await reclaim(setup) : NONE });
+        }
+        const ratioFloor = median(runs.map((r) => r.reclaim.rate / r.floor.rate));
+        type Run = (typeof runs)[number];
+        const rates = (pick: (r: Run) => Measured) => runs.map((r) => pick(r).rate.toFixed(0)).join(", ");
+        const cpu = (pick: (r: Run) => Measured) =>
+          `${median(runs.map((r) => pick(r).workerCpu)).toFixed(0)} workers + ${median(runs.map((r) => pick(r).mainCpu)).toFixed(0)} main`;
+        report(`no-op jobs: ${processes} worker process(es), concurrency ${concurrency}`, {
+          jobs: N,
+          runs: runs.length,
+          "bare BullMQ jobs/s": rates((r) => r.bare),
+          "one-transaction floor jobs/s": rates((r) => r.floor),
+          "Reclaim jobs/s": rates((r) => r.reclaim),
+          "Reclaim / floor (target >= 0.7)": `${ratioFloor.toFixed(3)} ${ratioFloor >= 0.7 ? "met" : "NOT met"}`,
+          "Reclaim / bare BullMQ": median(runs.map((r) => r.reclaim.rate / r.bare.rate)).toFixed(3),
+          "CPU µs/job, bare": cpu((r) => r.bare),
+          "CPU µs/job, floor": cpu((r) => r.floor),
+          "CPU µs/job, Reclaim": cpu((r) => r.reclaim),
+        });
+      }
+    }
   } finally {
     await env.cleanup();
   }

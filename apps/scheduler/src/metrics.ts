@@ -12,7 +12,7 @@
  *   reclaim_skips_total{domain,reason}                   counter
  * plus the process's own metrics from prom-client.
  */
-import { REPORT_DURATION_BUCKETS } from "@reclaim/core";
+import { readReportTotals, REPORT_DURATION_BUCKETS } from "@reclaim/core";
 import { collectDefaultMetrics, Registry } from "prom-client";
 import type { ApiDeps } from "./deps";
 
@@ -53,7 +53,7 @@ export class Metrics {
     }
     // One row per domain (ledger/report-totals.ts); durationBuckets counts the batches that
     // took at most each bound of REPORT_DURATION_BUCKETS, in order.
-    const totals = await db.reclaimReportTotal.findMany({ orderBy: { domain: "asc" } });
+    const totals = await readReportTotals(db);
     const ledger = await db.reclaimDeadline.groupBy({
       by: ["domain"],
       _count: { _all: true },
@@ -126,7 +126,7 @@ export class Metrics {
           "counter",
           "Entries kept, by reason",
           totals.flatMap((t) =>
-            Object.entries(t.skipped as Record<string, number>).map(([reason, total]): Sample => [
+            Object.entries(t.skipped).map(([reason, total]): Sample => [
               { domain: t.domain, reason },
               Number(total),
             ]),

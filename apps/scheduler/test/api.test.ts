@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { Worker } from "bullmq";
-import { DOMAIN_IDS, insertReport, readSchedulerConfig } from "@reclaim/core";
+import { DOMAIN_IDS, readSchedulerConfig, settleJob } from "@reclaim/core";
 import { startStack, TEST_TOKEN, type Stack } from "@reclaim/testkit";
 import { buildApp, registeredRoutes } from "../src/app";
 import { tokenMatches } from "../src/auth";
@@ -389,8 +389,11 @@ describe("response shapes", () => {
     const startedAt = new Date(Date.now() - 2000);
     for (const offset of [0, 1000]) {
       // Stored as a worker stores it: the report row and its domain's running totals.
-      await stack.db.$transaction((tx) =>
-        insertReport(tx, {
+      await settleJob(stack.db, {
+        claimed: [],
+        deadlines: [],
+        pruneBefore: new Date(0),
+        report: {
           jobId: "native-workspace-sync--instance",
           domain: "native-workspace-sync",
           scope: "instance",
@@ -407,8 +410,8 @@ describe("response shapes", () => {
           cancelled: false,
           startedAt,
           finishedAt: new Date(startedAt.getTime() + offset),
-        }),
-      );
+        },
+      });
     }
     const listed = await call("GET", "/v1/reports?domain=native-workspace-sync&companyId=instance&limit=2");
     expect(listed.body.reports).toHaveLength(2);

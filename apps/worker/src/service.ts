@@ -11,6 +11,7 @@
  *   continuation); at the timeout, exit anyway (a stalled job is retried by another worker).
  *   A sync under way finishes before the queues close.
  */
+import { setMaxListeners } from "node:events";
 import { Worker, type Job } from "bullmq";
 import {
   closeRedis,
@@ -18,6 +19,7 @@ import {
   createLogger,
   DAY_MS,
   createRedis,
+  FINISHED_GATHER_MS,
   DeadlineQueues,
   domainRegistry,
   readDomainConfigs,
@@ -85,8 +87,12 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
   };
   const cancellation = new CancellationListener(connection(), cancelChannel(service.queuePrefix));
   const shutdown = new AbortController();
+  // Every active job listens for the shutdown (cancellation.ts): one listener per job slot.
+  setMaxListeners(workerConfig.concurrency * Math.max(1, enabled.length) + 10, shutdown.signal);
   const workers: Worker[] = [];
 
+  // When each settled job's own key is due next (runJob's onSettled), until BullMQ finishes it.
+  const settledDue = new Map<string, Date | null>();
   const deps = {
     db,
     queues,
@@ -98,15 +104,25 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
     domains: registry,
     reportRetentionMs: workerConfig.reportRetentionDays * DAY_MS,
     onReport: callbacks ? (report: BatchReport) => callbacks.enqueue(report) : undefined,
+    onSettled: (jobId: string, keyDue: Date | null) => settledDue.set(jobId, keyDue),
   };
 
-  const afterJob = async (job: Job<ReclaimJobData> | undefined) => {
-    if (job?.data.kind !== "deadline") return;
+  const afterJob = async (job: Job<ReclaimJobData> | undefined, completed: boolean) => {
+    if (!job) return;
+    const keyDue = settledDue.get(job.id!);
+    settledDue.delete(job.id!);
+    if (job.data.kind !== "deadline") return;
     // A crash here leaves the next deadline in the ledger only: schedulers sync it too.
     await faults.hit("worker.before-next-deadline");
-    void queues.syncSoon({ domain: job.data.domain, scope: job.data.scope }, (error) =>
-      log.warn("could not schedule next deadline yet; retrying", { domain: job.data.domain, error }),
-    );
+    const key = { domain: job.data.domain, scope: job.data.scope };
+    const onError = (error: unknown) =>
+      log.warn("could not schedule next deadline yet; retrying", { domain: job.data.domain, error });
+    // A completed job that left nothing due soon: its key is gathered with others and synced
+    // only if the ledger has rows for it. Work due now (a continuation) is synced at once; a
+    // failed attempt may be retried (the job is still there), so it gets the full sync too.
+    const dueSoon = keyDue && keyDue.getTime() <= clock.now().getTime() + FINISHED_GATHER_MS;
+    if (completed && !dueSoon) queues.syncFinishedSoon(key, onError);
+    else queues.syncSoon(key, onError);
   };
 
   const reconcile = (why: string) =>
@@ -145,8 +161,8 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
             maxStalledCount: 1,
           },
         );
-        worker.on("completed", (job) => void afterJob(job));
-        worker.on("failed", (job) => void afterJob(job));
+        worker.on("completed", (job) => void afterJob(job, true));
+        worker.on("failed", (job) => void afterJob(job, false));
         worker.on("error", (error) => log.error("worker error", { domain: id, error }));
         workers.push(worker);
       }

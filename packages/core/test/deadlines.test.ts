@@ -6,14 +6,16 @@ import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import {
   claimDue,
-  consumeClaimed,
   createDb,
   createRedis,
   DeadlineQueues,
   deadlineJobId,
   queueName,
+  settleJob,
   systemClock,
+  type ClaimedDeadline,
   type Db,
+  type DeadlineRequest,
 } from "@reclaim/core";
 import {
   createTestDatabase,
@@ -139,6 +141,39 @@ describe("deadline-keyed jobs", () => {
   });
 });
 
+/** What a job's settlement does with its claim and the deadlines its check computed. */
+function settle(
+  scope: string,
+  claimed: ClaimedDeadline[],
+  deadlines: DeadlineRequest[] = [],
+  report: { jobId?: string } = {},
+) {
+  const now = new Date();
+  return settleJob(db, {
+    claimed,
+    deadlines,
+    pruneBefore: new Date(0),
+    report: {
+      jobId: report.jobId ?? `${DOMAIN}--${scope}`,
+      domain: DOMAIN,
+      scope,
+      dryRun: false,
+      checked: 0,
+      candidates: 0,
+      removed: 0,
+      candidateBytes: 0,
+      reclaimedBytes: 0,
+      skipped: {},
+      entries: [],
+      error: null,
+      nextCursor: null,
+      cancelled: false,
+      startedAt: now,
+      finishedAt: now,
+    },
+  });
+}
+
 describe("the ledger claim", () => {
   it("consumes exactly the rows a job saw, and keeps a row requested again while the job ran", async () => {
     const scope = randomUUID();
@@ -152,9 +187,63 @@ describe("the ledger claim", () => {
     expect(claimed.map((c) => c.reason).sort()).toEqual(["folder_created", "startup"]);
     // While "the job runs", another folder is created:
     await queues.request([{ domain: DOMAIN, scope, reason: "folder_created", dueAt: new Date() }]);
-    await db.$transaction((tx) => consumeClaimed(tx, key, claimed));
+    await settle(scope, claimed);
     const left = await db.reclaimDeadline.findMany({ where: { companyId: scope } });
     expect(left.map((r) => r.reason)).toEqual(["folder_created"]);
+  });
+
+  it("moves a claimed row the job requests again to the new due time, even a later one", async () => {
+    const scope = randomUUID();
+    await queues.request([
+      { domain: DOMAIN, scope, reason: "retention", dueAt: new Date(Date.now() - 1000) },
+    ]);
+    const claimed = await claimDue(db, { domain: DOMAIN, scope }, new Date());
+    await settle(scope, claimed, [{ domain: DOMAIN, scope, reason: "retention", dueAt: inMinutes(60) }]);
+    const [row] = await db.reclaimDeadline.findMany({ where: { companyId: scope } });
+    expect(Math.abs(row!.dueAt.getTime() - inMinutes(60).getTime())).toBeLessThan(5000);
+    expect(row!.version).toBeGreaterThan(claimed[0]!.version);
+  });
+
+  it("keeps the earlier due time of a claimed row touched while the job ran that the job requests again", async () => {
+    const scope = randomUUID();
+    const past = new Date(Date.now() - 1000);
+    await queues.request([{ domain: DOMAIN, scope, reason: "retention", dueAt: past }]);
+    const claimed = await claimDue(db, { domain: DOMAIN, scope }, new Date());
+    await queues.request([{ domain: DOMAIN, scope, reason: "retention", dueAt: new Date() }]);
+    await settle(scope, claimed, [{ domain: DOMAIN, scope, reason: "retention", dueAt: inMinutes(60) }]);
+    const [row] = await db.reclaimDeadline.findMany({ where: { companyId: scope } });
+    expect(row!.dueAt.getTime()).toBe(past.getTime());
+  });
+
+  it("settles jobs that finish together each with its own claim, deadlines and report, even when one is refused", async () => {
+    const scopes = Array.from({ length: 8 }, () => randomUUID());
+    const past = new Date(Date.now() - 1000);
+    await queues.request(scopes.map((scope) => ({ domain: DOMAIN, scope, reason: "startup", dueAt: past })));
+    const claims = await Promise.all(
+      scopes.map((scope) => claimDue(db, { domain: DOMAIN, scope }, new Date())),
+    );
+    // One of them carries a report PostgreSQL refuses (a NUL in a text column).
+    const settled = await Promise.allSettled(
+      scopes.map((scope, i) =>
+        settle(scope, claims[i]!, [{ domain: DOMAIN, scope, reason: "recheck", dueAt: inMinutes(i + 1) }], {
+          jobId: i === 3 ? "bad\u0000id" : `${DOMAIN}--${scope}`,
+        }),
+      ),
+    );
+    expect(settled.map((s) => s.status)).toEqual(scopes.map((_, i) => (i === 3 ? "rejected" : "fulfilled")));
+    for (const [i, scope] of scopes.entries()) {
+      const rows = await db.reclaimDeadline.findMany({ where: { companyId: scope } });
+      if (i === 3) {
+        expect(rows.map((r) => r.reason)).toEqual(["startup"]); // nothing of it was recorded
+        continue;
+      }
+      expect(rows.map((r) => r.reason)).toEqual(["recheck"]);
+      const result = (settled[i] as PromiseFulfilledResult<Awaited<ReturnType<typeof settle>>>).value;
+      expect(Math.abs(result.keyDue!.getTime() - inMinutes(i + 1).getTime())).toBeLessThan(5000);
+      expect(await db.reclaimBatchReport.count({ where: { id: result.report.id, companyId: scope } })).toBe(
+        1,
+      );
+    }
   });
 
   it("does not claim rows that are not due yet", async () => {

@@ -1,6 +1,6 @@
 /**
  * The rollup's day rows (reclaim_report_stats_daily): every stored report adds its entries to
- * its hour's rows and its UTC day's rows in the same statement of its transaction, and the
+ * its hour's rows and its UTC day's rows in the statement that stores it (settle-jobs.sql), and the
  * console's aggregates (`domainTotals`, `outcomeSeries`) read whole days from the day rows and
  * only partial days and hour buckets from the hourly rows, with the same figures as summing the
  * hourly rows alone: checked at every hour of a day, per company, for every company and per
@@ -12,8 +12,8 @@ import {
   DAY_MS,
   domainTotals,
   emptyWindow,
-  insertReport,
   outcomeSeries,
+  settleJob,
   STATS_RETENTION_DAYS,
   STATS_WINDOWS,
   type Db,
@@ -94,26 +94,26 @@ describe("day rows", () => {
     );
   });
 
-  it("is written in the report's transaction: a report that is rolled back is in neither the hourly nor the day rows", async () => {
+  it("is written by the statement that stores the report: a report PostgreSQL refuses is in neither the hourly nor the day rows", async () => {
     const domain = `days-${randomUUID()}`;
-    const failure = new Error("rolled back");
-    await expect(
-      db.$transaction(async (tx) => {
-        await insertReport(
-          tx,
-          reportOf({
-            domain,
-            companyId: A,
-            finishedAt: new Date(T0),
-            entries: [{ id: "r", outcome: "removed", bytes: 5 }],
-          }),
-        );
-        expect(await tx.reclaimReportDailyStat.count({ where: { domain } })).toBe(2);
-        throw failure;
-      }),
-    ).rejects.toBe(failure);
+    const report = reportOf({
+      domain,
+      companyId: A,
+      finishedAt: new Date(T0),
+      entries: [{ id: "r", outcome: "removed", bytes: 5 }],
+    });
+    const settled = settleJob(db, {
+      claimed: [],
+      deadlines: [],
+      pruneBefore: new Date(0),
+      report: { ...report, jobId: "refused\u0000" }, // no NUL in text: the whole statement is refused
+    });
+    await expect(settled).rejects.toThrow();
     expect(await db.reclaimReportStat.count({ where: { domain } })).toBe(0);
     expect(await db.reclaimReportDailyStat.count({ where: { domain } })).toBe(0);
+    await settleJob(db, { claimed: [], deadlines: [], pruneBefore: new Date(0), report });
+    expect(await db.reclaimReportStat.count({ where: { domain } })).toBe(2);
+    expect(await db.reclaimReportDailyStat.count({ where: { domain } })).toBe(2);
   });
 
   it(`day rows whose whole day is older than ${STATS_RETENTION_DAYS} days are pruned as reports are stored`, async () => {

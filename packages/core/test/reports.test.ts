@@ -13,8 +13,9 @@ import {
   DeadlineQueues,
   defineDomain,
   FaultPoints,
-  insertReport,
   MAX_REPORT_ENTRIES,
+  readReportTotals,
+  settleJob,
   STATS_RETENTION_DAYS,
   runJob,
   silentLogger,
@@ -78,10 +79,10 @@ afterAll(async () => {
   await database.drop();
 });
 
-function run(ms: number, domain = domainTaking(clock, ms), scope: string = randomUUID()) {
+function run(ms: number, domain = domainTaking(clock, ms), scope: string = randomUUID(), through = db) {
   return runJob(
     {
-      db,
+      db: through,
       queues,
       clock,
       instanceRoot: "/nonexistent",
@@ -101,6 +102,12 @@ function run(ms: number, domain = domainTaking(clock, ms), scope: string = rando
   );
 }
 
+async function totalsOf(domain: string) {
+  const totals = (await readReportTotals(db)).find((t) => t.domain === domain);
+  if (!totals) throw new Error(`no totals for ${domain}`);
+  return totals;
+}
+
 async function oldReports(count: number, daysAgo: number): Promise<void> {
   const at = new Date(clock.now().getTime() - daysAgo * DAY_MS);
   await db.reclaimBatchReport.createMany({
@@ -118,7 +125,7 @@ async function oldReports(count: number, daysAgo: number): Promise<void> {
 it("every stored report is added to its domain's running totals in the same transaction", async () => {
   await run(20); // 0.02 s
   await run(3000); // 3 s
-  const totals = await db.reclaimReportTotal.findUniqueOrThrow({ where: { domain: ID } });
+  const totals = await totalsOf(ID);
   expect(totals).toMatchObject({
     batches: 2n,
     errors: 0n,
@@ -136,14 +143,14 @@ it("every stored report is added to its domain's running totals in the same tran
 it("reports past their retention are pruned a few per stored report; totals and /metrics keep counting", async () => {
   await oldReports(25, 31); // past the 30-day retention
   await oldReports(3, 29); // within it
-  const before = await db.reclaimReportTotal.findUniqueOrThrow({ where: { domain: ID } });
+  const before = await totalsOf(ID);
 
   await run(10);
   expect(await db.reclaimBatchReport.count({ where: { jobId: "old" } })).toBe(28 - 20);
   await run(10);
   expect(await db.reclaimBatchReport.count({ where: { jobId: "old" } })).toBe(3);
 
-  const after = await db.reclaimReportTotal.findUniqueOrThrow({ where: { domain: ID } });
+  const after = await totalsOf(ID);
   expect(after.batches).toBe(before.batches + 2n);
   expect(after.removed).toBe(before.removed + 2n);
 
@@ -154,9 +161,28 @@ it("reports past their retention are pruned a few per stored report; totals and 
   } as unknown as ApiDeps).render();
   expect(metrics).toContain(`reclaim_batches_total{domain="${ID}",result="ok"} ${after.batches}`);
   expect(metrics).toContain(`reclaim_reclaimed_bytes_total{domain="${ID}"} ${after.reclaimedBytes}`);
-  const skips = (after.skipped as Record<string, number>).still_needed;
+  const skips = after.skipped.still_needed;
   expect(metrics).toContain(`reclaim_skips_total{domain="${ID}",reason="still_needed"} ${skips}`);
   expect(metrics).toContain(`reclaim_job_duration_seconds_count{domain="${ID}"} ${after.batches}`);
+});
+
+it("jobs of two workers settling at the same time add to separate shards of the totals, which add up to every report", async () => {
+  // A second database handle settles as a second worker process does: with a settler of its own.
+  const other = createDb(database.url);
+  try {
+    const before = await totalsOf(ID);
+    // The clock is shared: batches that take no time of it, so each falls in the first bucket.
+    await Promise.all(Array.from({ length: 12 }, (_, i) => run(0, undefined, undefined, i % 2 ? other : db)));
+    const after = await totalsOf(ID);
+    expect(after.batches).toBe(before.batches + 12n);
+    expect(after.removed).toBe(before.removed + 12n);
+    expect(after.skipped.still_needed).toBe(before.skipped.still_needed! + 12);
+    expect(after.durationBuckets[0]).toBe(before.durationBuckets[0]! + 12n);
+    const shards = await db.reclaimReportTotal.count({ where: { domain: ID } });
+    expect(shards).toBeGreaterThan(1);
+  } finally {
+    await other.$disconnect();
+  }
 });
 
 describe("the hourly rollup (reclaim_report_stats)", () => {
@@ -198,34 +224,34 @@ describe("the hourly rollup (reclaim_report_stats)", () => {
     expect(rows).toEqual(expected);
   });
 
-  it("is written in the report's transaction: a report that is rolled back leaves no figures", async () => {
+  it("is written by the statement that stores the report: a report PostgreSQL refuses leaves no figures", async () => {
     const scope = randomUUID();
-    const failure = new Error("rolled back");
-    await expect(
-      db.$transaction(async (tx) => {
-        await insertReport(tx, {
-          jobId: "rolled-back",
-          domain: ID,
-          scope,
-          dryRun: false,
-          checked: 1,
-          candidates: 0,
-          removed: 1,
-          candidateBytes: 0,
-          reclaimedBytes: 5,
-          skipped: {},
-          entries: [{ id: "r", outcome: "removed", bytes: 5 }],
-          error: null,
-          nextCursor: null,
-          cancelled: false,
-          startedAt: clock.now(),
-          finishedAt: clock.now(),
-        });
-        expect(await tx.reclaimReportStat.count({ where: { companyId: scope } })).toBe(1);
-        throw failure;
-      }),
-    ).rejects.toBe(failure);
+    const settled = settleJob(db, {
+      claimed: [],
+      deadlines: [],
+      pruneBefore: new Date(0),
+      report: {
+        jobId: "refused\u0000", // no NUL in text: the whole statement is refused
+        domain: ID,
+        scope,
+        dryRun: false,
+        checked: 1,
+        candidates: 0,
+        removed: 1,
+        candidateBytes: 0,
+        reclaimedBytes: 5,
+        skipped: {},
+        entries: [{ id: "r", outcome: "removed", bytes: 5 }],
+        error: null,
+        nextCursor: null,
+        cancelled: false,
+        startedAt: clock.now(),
+        finishedAt: clock.now(),
+      },
+    });
+    await expect(settled).rejects.toThrow();
     expect(await db.reclaimReportStat.count({ where: { companyId: scope } })).toBe(0);
+    expect(await db.reclaimBatchReport.count({ where: { companyId: scope } })).toBe(0);
   });
 
   it(`rows older than ${STATS_RETENTION_DAYS} days are pruned as reports are stored`, async () => {

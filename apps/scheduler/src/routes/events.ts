@@ -6,6 +6,7 @@
  */
 import {
   eventsBodySchema,
+  prismaTransaction,
   type DeadlineRequest,
   type DomainId,
   type EventContext,
@@ -31,7 +32,7 @@ export const eventsRoute = route({
     const now = deps.clock.now();
     // One transaction: what the handlers store and the deadlines they make due are recorded
     // together or not at all.
-    const { requests, keys } = await deps.db.$transaction(async (tx) => {
+    const { requests, keys } = await prismaTransaction(deps.db, async (tx, client) => {
       const requests: DeadlineRequest[] = [];
       for (const event of body.events) {
         for (const [id, domain] of deps.domains) {
@@ -41,7 +42,7 @@ export const eventsRoute = route({
           requests.push(...(await handler(event, { db: tx, clock: deps.clock, now, config, log: deps.log })));
         }
       }
-      return { requests, keys: await deps.queues.record(requests, tx) };
+      return { requests, keys: await deps.queues.record(requests, client ?? tx) };
     });
     // Durable once committed; the jobs follow in the background (see requestSoon).
     void deps.queues.syncManySoon(keys, (error) => deps.log.warn("scheduling deferred", { error }));

@@ -5,6 +5,7 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { Prisma, PrismaClient } from "./generated/client";
+import { registerPool, transactionBegan } from "./statements";
 
 export { Prisma, PrismaClient };
 export type Db = PrismaClient;
@@ -24,8 +25,29 @@ export function createDb(databaseUrl: string, options: DbOptions = {}): Db {
     connectionTimeoutMillis: 5000,
   });
   releaseDeadConnections(pool);
-  const adapter = new PrismaPg(pool, { disposeExternalPool: true });
-  return new PrismaClient({ adapter, transactionOptions: { maxWait: 10_000, timeout: 120_000 } });
+  const adapter = new ReportingPrismaPg(pool, { disposeExternalPool: true });
+  const db = new PrismaClient({ adapter, transactionOptions: { maxWait: 10_000, timeout: 120_000 } });
+  registerPool(db, pool);
+  return db;
+}
+
+/**
+ * @prisma/adapter-pg, reporting the connection of each interactive transaction it begins
+ * (statements.ts `prismaTransaction`): its transaction object keeps the checked-out pg
+ * client as `client`.
+ */
+class ReportingPrismaPg extends PrismaPg {
+  override async connect(): ReturnType<PrismaPg["connect"]> {
+    const adapter = await super.connect();
+    const begin = adapter.startTransaction.bind(adapter);
+    adapter.startTransaction = async (isolationLevel) => {
+      const transaction = await begin(isolationLevel);
+      const client = (transaction as unknown as { client?: unknown }).client;
+      if (client instanceof pg.Client) transactionBegan(client as pg.PoolClient);
+      return transaction;
+    };
+    return adapter;
+  }
 }
 
 /**

@@ -3,8 +3,10 @@
  * process never leaves one held). Namespaces shared with the Paperclip server are part of
  * the contract between the two and are listed here; a change breaks mutual exclusion.
  */
-import type { Tx } from "./client";
-import { sqlFile } from "./sql";
+import type pg from "pg";
+import type { Db, Tx } from "./client";
+import { sqlFile, statement } from "./sql";
+import { prismaTransaction, runStatement, runStatementIn } from "./statements";
 
 export const LOCK_NAMESPACES = {
   /** Reclaim's deadline ledger, per domain and scope: serializes ledger writes with queue sync. */
@@ -23,6 +25,34 @@ export function domainLockNamespace(domain: string): string {
 
 export async function lock(tx: Tx, namespace: string, key: string): Promise<void> {
   await tx.$queryRawUnsafe(sqlFile(__dirname, "sql/advisory-lock.sql"), namespace, key);
+}
+
+const ADVISORY_LOCK = statement(__dirname, "sql/advisory-lock.sql");
+const ADVISORY_LOCKS = statement(__dirname, "sql/advisory-locks.sql");
+
+/**
+ * `lock` for many keys of one namespace, on a plain connection inside a transaction
+ * (statements.ts), in one statement and a deadlock-free order.
+ */
+export async function lockAllOn(client: pg.PoolClient, namespace: string, keys: string[]): Promise<void> {
+  await runStatement(client, ADVISORY_LOCKS, [namespace, keys]);
+}
+
+/**
+ * A Prisma interactive transaction that holds `namespace`/`key` before `fn` runs: the
+ * transaction a job's check runs in. The lock is taken on the transaction's own connection as
+ * a prepared statement, or through `tx` where that connection cannot be told.
+ */
+export function lockedTransaction<T>(
+  db: Db,
+  namespace: string,
+  key: string,
+  fn: (tx: Tx) => Promise<T>,
+): Promise<T> {
+  return prismaTransaction(db, async (tx, client) => {
+    await runStatementIn(client ?? tx, ADVISORY_LOCK, [namespace, key]);
+    return fn(tx);
+  });
 }
 
 export async function tryLock(tx: Tx, namespace: string, key: string): Promise<boolean> {

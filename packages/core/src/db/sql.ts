@@ -19,3 +19,20 @@ export function sqlFile(dir: string, name: string): string {
   }
   return text;
 }
+
+/**
+ * A `.sql` file as a named prepared statement for node-postgres (db/statements.ts): each
+ * connection parses it once and then only binds and executes it. The name is the file's
+ * path below `src/`, so one file is one statement in every process.
+ */
+export interface Statement {
+  readonly name: string;
+  readonly text: string;
+}
+
+const SRC = path.resolve(__dirname, "..");
+
+/** `statement(__dirname, "claim-due.sql")` */
+export function statement(dir: string, name: string): Statement {
+  return { name: `reclaim/${path.relative(SRC, path.join(dir, name))}`, text: sqlFile(dir, name) };
+}

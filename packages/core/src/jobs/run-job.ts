@@ -1,13 +1,14 @@
 /**
  * One job, start to finish (the BullMQ processor of every domain calls this):
  *
- *   claim    the ledger rows due now (deadline jobs)
+ *   claim    the ledger rows due now (deadline jobs), before the check reads anything:
+ *            before prepare, or with the lock when the domain has no prepare phase
  *   prepare  domain phase 1, outside any lock
  *   apply    domain phase 2, in a Prisma interactive transaction holding the company lock
  *   finish   domain phase 3, after commit
- *   settle   one transaction: consume the claim, record the computed deadlines, insert the
+ *   settle   one statement: consume the claim, record the computed deadlines, insert the
  *            report row (adding it to the domain's running totals), prune a few reports past
- *            their retention
+ *            their retention (ledger/settle.ts)
  *
  * A retryable failure before the last attempt is rethrown with nothing consumed, so BullMQ's
  * retry (or another worker, if this one dies) repeats the same job; checks are idempotent.
@@ -18,19 +19,18 @@ import { UnrecoverableError } from "bullmq";
 import type { Clock } from "../clock";
 import { DAY_MS, MINUTE_MS } from "../clock";
 import { workerOptions, type Env } from "../config";
-import { domainLockNamespace, lock, type Db } from "../db";
+import { domainLockNamespace, lockedTransaction, prismaTransaction, type Db } from "../db";
 import type { AnyDomain, DeadlineSink, DomainControls, JobContext } from "../domains/types";
 import type { DomainId } from "../domains/ids";
 import type { FaultPoints } from "../faults";
 import {
   claimDue,
   companyIdOf,
-  consumeClaimed,
-  insertReport,
   keyOf,
-  pruneReports,
-  requestDeadlines,
+  lockAndClaim,
+  settleJob,
   type BatchReport,
+  type ClaimedDeadline,
   type DeadlineRequest,
   type LedgerKey,
 } from "../ledger";
@@ -57,6 +57,11 @@ export interface JobRunnerDeps {
   reportRetentionMs?: number;
   /** Called with every stored report (callback delivery). */
   onReport?: (report: BatchReport) => Promise<void>;
+  /**
+   * Called once the job settled, with when its own key is due next as far as it knows
+   * (ledger/settle.ts): the worker syncs that key once BullMQ has finished the job.
+   */
+  onSettled?: (jobId: string, keyDue: Date | null) => void;
 }
 
 export interface JobInput {
@@ -101,12 +106,16 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
 
   const key: LedgerKey = { domain: domainId, scope: input.data.scope };
   const startedAt = clock.now();
-  const claimed = input.data.kind === "deadline" ? await claimDue(db, key, startedAt) : [];
+  const claimed: ClaimedDeadline[] = [];
+  const claimFirst = input.data.kind === "deadline" && domain.prepare !== undefined;
+  const claimWithLock = input.data.kind === "deadline" && domain.prepare === undefined;
+  if (claimFirst) claimed.push(...(await claimDue(db, key, startedAt)));
   const report = new BatchReporter();
   const deadlines = new Deadlines(domainId, key.scope, input.data.kind);
   const failureRetryMs = domain.failureRetryMs ?? DEFAULT_FAILURE_RETRY_MS;
   const later = (ms: number) => new Date(startedAt.getTime() + ms);
   const namespace = domain.lockNamespace ?? domainLockNamespace(domainId);
+  const lockKey = domain.lockKey?.(key.scope) ?? key.scope;
   const cursors =
     input.data.kind === "sweep" ? sweepCursors(input.data.cursor) : ledgerCursors(db, key, clock);
   const log = deps.log.child({ domain: domainId, companyId: companyIdOf(key.scope), jobId: input.id });
@@ -134,17 +143,18 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
     faults: deps.faults,
     readCursor: cursors.read,
     writeCursor: cursors.write,
-    locked: (fn) =>
-      db.$transaction(async (tx) => {
-        await lock(tx, namespace, domain.lockKey?.(key.scope) ?? key.scope);
-        return fn(tx);
-      }),
+    locked: (fn) => lockedTransaction(db, namespace, lockKey, fn),
   };
 
   let error: string | null = null;
   try {
     const prepared = domain.prepare ? await domain.prepare(ctx) : undefined;
-    const applied = await ctx.locked((tx) => domain.apply(ctx, tx, prepared));
+    const applied = claimWithLock
+      ? await prismaTransaction(db, async (tx, client) => {
+          claimed.push(...(await lockAndClaim(client ?? tx, { namespace, key: lockKey }, key, startedAt)));
+          return domain.apply(ctx, tx, prepared);
+        })
+      : await ctx.locked((tx) => domain.apply(ctx, tx, prepared));
     if (domain.finish) await domain.finish(ctx, applied);
   } catch (failure) {
     if (input.signal.aborted) {
@@ -171,15 +181,11 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
   // left behind (a retry, a recheck) for the deadline jobs: the sink already dropped its
   // continuations.
   const toRecord = input.data.kind === "sweep" && ctx.dryRun ? [] : deadlines.list();
-  const stored = await db.$transaction(async (tx) => {
-    await consumeClaimed(tx, key, claimed);
-    await requestDeadlines(tx, toRecord, finishedAt);
-    await pruneReports(
-      tx,
-      domainId,
-      new Date(finishedAt.getTime() - (deps.reportRetentionMs ?? DEFAULT_REPORT_RETENTION_MS)),
-    );
-    return insertReport(tx, {
+  const { report: stored, keyDue } = await settleJob(db, {
+    claimed,
+    deadlines: toRecord,
+    pruneBefore: new Date(finishedAt.getTime() - (deps.reportRetentionMs ?? DEFAULT_REPORT_RETENTION_MS)),
+    report: {
       jobId: input.id,
       domain: domainId,
       scope: key.scope,
@@ -197,9 +203,10 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
       cancelled: input.signal.aborted,
       startedAt,
       finishedAt,
-    });
+    },
   });
 
+  deps.onSettled?.(input.id, keyDue);
   // Other keys can be scheduled now. This job's own key is still held by the active job
   // (same id) and is synced by the worker once BullMQ has finished it.
   const own = keyOf(key);

@@ -7,12 +7,12 @@
  * Protocol:
  *  - `requestDeadlines` merges with LEAST and bumps `version` on every touch;
  *  - a job `claimDue`s the rows due when it starts (reason + version);
- *  - when it finishes, `consumeClaimed` deletes exactly those rows, unless they were touched
- *    again meanwhile (then they stay and the job runs again), and the job records the
- *    deadlines its check computed.
+ *  - when it finishes, `settleJob` (settle.ts) deletes exactly those rows, unless they were
+ *    touched again meanwhile (then they stay and the job runs again), and records the
+ *    deadlines its check computed, in the statement that stores its report.
  */
-import type { Db, Tx } from "../db";
-import { sqlFile } from "../db/sql";
+import type pg from "pg";
+import { poolOf, runStatement, runStatementIn, statement, type Db, type Queryable, type Tx } from "../db";
 import type { Scope } from "./scope";
 
 export interface DeadlineRequest {
@@ -38,7 +38,10 @@ export function keyOf(key: LedgerKey): string {
   return `${key.domain}/${key.scope}`;
 }
 
-/** One entry per (domain, scope, reason), keeping the earliest due time. */
+/**
+ * One entry per (domain, scope, reason), keeping the earliest due time, in key order: two
+ * transactions that write overlapping rows then lock them in the same order.
+ */
 export function mergeRequests(requests: DeadlineRequest[]): DeadlineRequest[] {
   const merged = new Map<string, DeadlineRequest>();
   for (const request of requests) {
@@ -46,44 +49,70 @@ export function mergeRequests(requests: DeadlineRequest[]): DeadlineRequest[] {
     const known = merged.get(id);
     if (!known || request.dueAt < known.dueAt) merged.set(id, request);
   }
-  return [...merged.values()];
+  return [...merged.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
 }
 
-export async function requestDeadlines(db: Db | Tx, requests: DeadlineRequest[], now: Date): Promise<void> {
+const REQUEST_DEADLINES = statement(__dirname, "request-deadlines.sql");
+
+/** Records deadlines (request-deadlines.sql), on `on`: a client, its transaction or a connection. */
+export async function requestDeadlines(
+  on: Db | Tx | Queryable,
+  requests: DeadlineRequest[],
+  now: Date,
+): Promise<void> {
   const merged = mergeRequests(requests);
   if (merged.length === 0) return;
-  await db.$executeRawUnsafe(
-    sqlFile(__dirname, "request-deadlines.sql"),
+  await runStatementIn(on, REQUEST_DEADLINES, [
     JSON.stringify(merged.map((r) => ({ ...r, dueAt: r.dueAt.toISOString() }))),
     now,
+  ]);
+}
+
+const CLAIM_DUE = statement(__dirname, "claim-due.sql");
+
+export async function claimDue(db: Db, key: LedgerKey, now: Date): Promise<ClaimedDeadline[]> {
+  const rows = await runStatement<{ reason: string; version: string; due_at: Date }>(poolOf(db), CLAIM_DUE, [
+    key.domain,
+    key.scope,
+    now,
+  ]);
+  return rows.map((r) => ({ reason: r.reason, version: BigInt(r.version), dueAt: r.due_at }));
+}
+
+const LOCK_AND_CLAIM = statement(__dirname, "lock-and-claim.sql");
+
+/**
+ * Takes `lock` (an advisory lock: namespace and key) and claims the rows of `key` due at
+ * `now`, in one statement (lock-and-claim.sql), on the transaction's connection or its `tx`.
+ */
+export async function lockAndClaim(
+  on: Queryable | Tx,
+  lock: { namespace: string; key: string },
+  key: LedgerKey,
+  now: Date,
+): Promise<ClaimedDeadline[]> {
+  const rows = await runStatementIn<{ reason: string | null; version: string | null; due_at: Date | null }>(
+    on,
+    LOCK_AND_CLAIM,
+    [lock.namespace, lock.key, key.domain, key.scope, now],
+  );
+  return rows.flatMap((r) =>
+    r.reason === null ? [] : [{ reason: r.reason, version: BigInt(r.version!), dueAt: r.due_at! }],
   );
 }
 
-export async function claimDue(db: Db | Tx, key: LedgerKey, now: Date): Promise<ClaimedDeadline[]> {
-  const rows = await db.reclaimDeadline.findMany({
-    where: { domain: key.domain, companyId: key.scope, dueAt: { lte: now } },
-    select: { reason: true, version: true, dueAt: true },
-  });
-  return rows;
-}
+const EARLIEST_DUE = statement(__dirname, "earliest-due.sql");
 
-export async function consumeClaimed(tx: Tx, key: LedgerKey, claimed: ClaimedDeadline[]): Promise<void> {
-  if (claimed.length === 0) return;
-  await tx.reclaimDeadline.deleteMany({
-    where: {
-      domain: key.domain,
-      companyId: key.scope,
-      OR: claimed.map((c) => ({ reason: c.reason, version: c.version })),
-    },
-  });
-}
-
-export async function earliestDue(db: Db | Tx, key: LedgerKey): Promise<Date | null> {
-  const row = await db.reclaimDeadline.aggregate({
-    where: { domain: key.domain, companyId: key.scope },
-    _min: { dueAt: true },
-  });
-  return row._min.dueAt;
+/** The earliest deadline of each key that has rows, by `keyOf`. */
+export async function earliestDueOf(
+  client: pg.PoolClient | pg.Pool,
+  keys: LedgerKey[],
+): Promise<Map<string, Date>> {
+  const rows = await runStatement<{ domain: string; scope: string; due_at: Date }>(client, EARLIEST_DUE, [
+    keys.map((k) => k.domain),
+    keys.map((k) => k.scope),
+  ]);
+  return new Map(rows.map((r) => [keyOf(r), r.due_at]));
 }
 
 /** Every (domain, scope) with its earliest deadline: what the queues must hold. */

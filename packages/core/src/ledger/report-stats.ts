@@ -1,24 +1,22 @@
 /**
  * The rollup of report entries: per domain, company, hour (table reclaim_report_stats) or UTC
  * day (reclaim_report_stats_daily), dry run, outcome and reason, how many entries and how many
- * bytes. Every stored report adds its entries to both in one statement of the transaction that
- * stores it, counted as the batch saw them (a report row keeps at most MAX_REPORT_ENTRIES
- * entries; the tally counts all), each to its company's row and to the row of every company
- * (ALL_COMPANIES), which instance-wide aggregates read. The console and the `GET /v1/stats/*`
- * routes read aggregates from it (stats/queries.ts), each one query on an index: day rows for
- * whole days, hourly rows for hour buckets and partial days.
+ * bytes. Every stored report adds its entries to both in the statement that stores it
+ * (settle-jobs.sql, so a report is in both or in neither), counted as the batch saw them (a
+ * report row keeps at most MAX_REPORT_ENTRIES entries; the tally counts all), each to its
+ * company's row and to the row of every company (ALL_COMPANIES), which instance-wide aggregates
+ * read. The console and the `GET /v1/stats/*` routes read aggregates from it
+ * (stats/queries.ts), each one query on an index: day rows for whole days, hourly rows for
+ * hour buckets and partial days.
  */
-import type { Tx } from "../db";
-import { sqlFile } from "../db/sql";
 import type { ReportEntry } from "./reports";
-import type { Scope } from "./scope";
 
 /** The company id of the rows summed over every company: neither a uuid nor `instance`. */
 export const ALL_COMPANIES = "*";
 /** How long rollup rows are kept: longer than the longest range a stats route answers. */
 export const STATS_RETENTION_DAYS = 400;
-/** Old rollup rows one stored report deletes at most: far more than the few it adds. */
-const PRUNE_STATS_PER_REPORT = 200;
+/** Old rollup rows of each granularity one stored report deletes at most: far more than it adds. */
+export const PRUNE_STATS_PER_REPORT = 200;
 
 export interface StatsCell {
   /** The entry's company, or null to count it under the report's scope. */
@@ -55,33 +53,4 @@ export class StatsTally {
     for (const entry of entries) tally.add(entry);
     return tally;
   }
-}
-
-export interface StatsReport {
-  domain: string;
-  scope: Scope;
-  dryRun: boolean;
-  finishedAt: Date;
-}
-
-/** Adds a report's tally to the hourly and day rows of the rollup (the report's own transaction). */
-export async function addReportStats(tx: Tx, report: StatsReport, cells: StatsCell[]): Promise<void> {
-  if (cells.length === 0) return;
-  await tx.$executeRawUnsafe(
-    sqlFile(__dirname, "add-report-stats.sql"),
-    report.domain,
-    report.finishedAt,
-    report.dryRun,
-    cells.map((c) => c.companyId ?? report.scope),
-    cells.map((c) => c.outcome),
-    cells.map((c) => c.reason),
-    cells.map((c) => c.entries),
-    cells.map((c) => c.bytes),
-  );
-}
-
-/** Deletes a few hourly and day rows past STATS_RETENTION_DAYS (with each stored report). */
-export async function pruneReportStats(tx: Tx, now: Date): Promise<void> {
-  const before = new Date(now.getTime() - STATS_RETENTION_DAYS * 86_400_000);
-  await tx.$executeRawUnsafe(sqlFile(__dirname, "prune-report-stats.sql"), before, PRUNE_STATS_PER_REPORT);
 }

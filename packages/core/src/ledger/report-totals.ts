@@ -1,12 +1,12 @@
 /**
  * Running totals of every batch report, per domain (table reclaim_report_totals), and report
- * retention. A report row is added to the totals in the transaction that stores it, so
- * /metrics counters keep counting after old rows are pruned; each job prunes a few old
- * reports of its own domain at the same time (no periodic task).
+ * retention. A report row is added to the totals by the statement that stores it
+ * (settle-job.sql), so /metrics counters keep counting after old rows are pruned; each job
+ * prunes a few old reports of its own domain at the same time (no periodic task). A domain's
+ * totals are kept in up to REPORT_TOTAL_SHARDS rows, so concurrent jobs do not wait for one
+ * another's commits on a single row; `readReportTotals` adds them up.
  */
-import type { Tx } from "../db";
-import { sqlFile } from "../db/sql";
-import type { NewReport } from "./reports";
+import { poolOf, runStatement, statement, type Db } from "../db";
 
 /**
  * Upper bounds (seconds) of the batch duration histogram. The migration that created
@@ -16,23 +16,51 @@ import type { NewReport } from "./reports";
 export const REPORT_DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
 /** Old reports one job deletes at most: many more than the one row it adds. */
-const PRUNE_PER_JOB = 20;
+export const PRUNE_PER_JOB = 20;
 
-export async function addReportTotals(tx: Tx, report: NewReport): Promise<void> {
-  await tx.$executeRawUnsafe(
-    sqlFile(__dirname, "add-report-totals.sql"),
-    report.domain,
-    report.error === null ? 0 : 1,
-    report.candidates,
-    report.removed,
-    report.candidateBytes,
-    report.reclaimedBytes,
-    (report.finishedAt.getTime() - report.startedAt.getTime()) / 1000,
-    REPORT_DURATION_BUCKETS,
-    JSON.stringify(report.skipped),
-  );
+/** Rows a domain's running totals are spread over (settle-job.sql). */
+export const REPORT_TOTAL_SHARDS = 16;
+
+export interface ReportTotals {
+  domain: string;
+  batches: bigint;
+  errors: bigint;
+  candidates: bigint;
+  removed: bigint;
+  candidateBytes: bigint;
+  reclaimedBytes: bigint;
+  durationSum: number;
+  /** Batches that took at most each bound of REPORT_DURATION_BUCKETS, in order. */
+  durationBuckets: bigint[];
+  skipped: Record<string, number>;
 }
 
-export async function pruneReports(tx: Tx, domain: string, before: Date): Promise<void> {
-  await tx.$executeRawUnsafe(sqlFile(__dirname, "prune-reports.sql"), domain, before, PRUNE_PER_JOB);
+const READ_TOTALS = statement(__dirname, "read-totals.sql");
+
+/** Every domain's running totals, its shards added up, by domain. */
+export async function readReportTotals(db: Db): Promise<ReportTotals[]> {
+  const rows = await runStatement<{
+    domain: string;
+    batches: string;
+    errors: string;
+    candidates: string;
+    removed: string;
+    candidate_bytes: string;
+    reclaimed_bytes: string;
+    duration_sum: number;
+    duration_buckets: string[];
+    skipped: Record<string, string>;
+  }>(poolOf(db), READ_TOTALS, []);
+  return rows.map((r) => ({
+    domain: r.domain,
+    batches: BigInt(r.batches),
+    errors: BigInt(r.errors),
+    candidates: BigInt(r.candidates),
+    removed: BigInt(r.removed),
+    candidateBytes: BigInt(r.candidate_bytes),
+    reclaimedBytes: BigInt(r.reclaimed_bytes),
+    durationSum: r.duration_sum,
+    durationBuckets: r.duration_buckets.map(BigInt),
+    skipped: Object.fromEntries(Object.entries(r.skipped).map(([k, v]) => [k, Number(v)])),
+  }));
 }

@@ -3,9 +3,8 @@
  * same report is the job's return value, the body of the optional callback, and one
  * structured log line. Bytes are allocated bytes (st_blocks), not file sizes.
  */
-import type { Db, Tx } from "../db";
-import { addReportStats, pruneReportStats, StatsTally, type StatsCell } from "./report-stats";
-import { addReportTotals } from "./report-totals";
+import type { Db } from "../db";
+import type { StatsCell } from "./report-stats";
 import { companyIdOf, scopeOf, type Scope } from "./scope";
 
 /**
@@ -99,35 +98,16 @@ export function toBatchReport(row: ReportRow, withEntries = false): BatchReport 
   return report;
 }
 
-/**
- * Stores a report and adds it to its domain's running totals (report-totals.ts) and to the
- * rollup of its entries by hour and day (report-stats.ts), in the caller's transaction.
- */
-export async function insertReport(tx: Tx, report: NewReport): Promise<BatchReport> {
-  await addReportTotals(tx, report);
-  await addReportStats(tx, report, report.stats ?? StatsTally.of(report.entries).list());
-  await pruneReportStats(tx, report.finishedAt);
-  const row = await tx.reclaimBatchReport.create({
-    data: {
-      jobId: report.jobId,
-      domain: report.domain,
-      companyId: report.scope,
-      dryRun: report.dryRun,
-      checked: report.checked,
-      candidates: report.candidates,
-      removed: report.removed,
-      candidateBytes: BigInt(report.candidateBytes),
-      reclaimedBytes: BigInt(report.reclaimedBytes),
-      skipped: report.skipped,
-      entries: report.entries as object[],
-      error: report.error,
-      nextCursor: report.nextCursor,
-      cancelled: report.cancelled,
-      startedAt: report.startedAt,
-      finishedAt: report.finishedAt,
-    },
-  });
-  return toBatchReport(row, true);
+/** A report as stored (settle.ts): what the job returns, logs and calls back with. */
+export function storedReport(id: string, report: NewReport): BatchReport {
+  const { scope, startedAt, finishedAt, stats: _stats, ...fields } = report;
+  return {
+    id,
+    ...fields,
+    companyId: companyIdOf(scope),
+    startedAt: startedAt.toISOString(),
+    finishedAt: finishedAt.toISOString(),
+  };
 }
 
 export interface ReportQuery {

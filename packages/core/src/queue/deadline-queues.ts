@@ -2,30 +2,30 @@
  * Keeps BullMQ in step with the deadline ledger.
  *
  * For every (domain, scope) with rows in the ledger there is at most one pending BullMQ job,
- * id `deadlineJobId(key)`, delayed until the earliest row is due:
- *  - no job (or only a finished one): add it with that delay;
- *  - a delayed job due later: move it earlier (`changeDelay`); never later;
- *  - waiting or active: nothing; the worker syncs the key again when the job finishes,
- *    and rows touched while it ran survive its consumption (ledger/deadlines.ts);
- *  - no rows: a delayed job is removed (nothing due means nothing scheduled).
- * Each sync holds the ledger key's advisory lock across the ledger read and the Redis calls,
+ * id `deadlineJobId(key)`, delayed until the earliest row is due. A sync of a key
+ * (ledger-sync.ts) holds the key's advisory lock across the ledger read and the Redis calls,
  * so schedulers and workers in any number of processes never race one another.
+ *
+ * Syncs are batched: `request`, `sync` and `reconcile` sync their keys a batch at a time and
+ * wait; `syncSoon` and `syncFinishedSoon` sync them in the background (background-sync.ts).
  */
 import { Queue, QueueEvents, type JobsOptions } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Clock } from "../clock";
 import type { Logger } from "../logging";
-import { lock, LOCK_NAMESPACES, type Db, type Tx } from "../db";
+import { poolOf, type Db, type Queryable, type Tx } from "../db";
 import {
-  earliestDue,
+  earliestDueOf,
   keyOf,
   requestDeadlines,
   scheduledKeys,
   type DeadlineRequest,
   type LedgerKey,
 } from "../ledger";
-import { CLOSE_WAIT_MS, settlesWithin } from "./connection";
-import { deadlineJobId, deadlineKeyOf, queueName, sweepJobId, type ReclaimJobData } from "./names";
+import { BackgroundSync, SYNC_BATCH, SYNC_LANES } from "./background-sync";
+import { CLOSE_WAIT_MS, pauseBetweenReads, settlesWithin } from "./connection";
+import { syncLedgerKeys } from "./ledger-sync";
+import { deadlineKeyOf, queueName, sweepJobId, type ReclaimJobData } from "./names";
 
 export interface DeadlineQueuesOptions {
   db: Db;
@@ -38,17 +38,31 @@ export interface DeadlineQueuesOptions {
   onError?: (error: Error) => void;
 }
 
-/** Concurrent key syncs of one request; below the default pool size of 10 connections. */
-const SYNC_LANES = 6;
 const SWEEP_RETENTION = { age: 7 * 24 * 3600, count: 1000 };
+/** Pause between reads of the finished-job events that returned events (followFinishedJobs). */
+const FOLLOW_READ_PAUSE_MS = 200;
 
 export class DeadlineQueues {
   private readonly queues = new Map<string, Queue<ReclaimJobData>>();
-  private closed = false;
-  private readonly inFlight = new Set<Promise<void>>();
   private readonly followers: { events: QueueEvents; connection: Redis }[] = [];
+  private readonly background = new BackgroundSync({
+    sync: (keys) => syncLedgerKeys(this, keys),
+    withRows: async (keys) => new Set((await earliestDueOf(poolOf(this.db), keys)).keys()),
+  });
 
   constructor(private readonly options: DeadlineQueuesOptions) {}
+
+  get db(): Db {
+    return this.options.db;
+  }
+
+  get redis(): Redis {
+    return this.options.redis;
+  }
+
+  get clock(): Clock {
+    return this.options.clock;
+  }
 
   queue(domain: string): Queue<ReclaimJobData> {
     let queue = this.queues.get(domain);
@@ -63,7 +77,7 @@ export class DeadlineQueues {
     return queue;
   }
 
-  private jobOptions(): JobsOptions {
+  jobOptions(): JobsOptions {
     return {
       attempts: this.options.attempts,
       backoff: { type: "exponential", delay: 5000 },
@@ -75,7 +89,7 @@ export class DeadlineQueues {
 
   /** Records deadlines and schedules their jobs. */
   async request(requests: DeadlineRequest[]): Promise<void> {
-    await this.syncAll(await this.record(requests));
+    await this.syncKeys(await this.record(requests));
   }
 
   /**
@@ -85,19 +99,15 @@ export class DeadlineQueues {
    * start and every Redis reconnect rebuilds the queues from the ledger.
    */
   async requestSoon(requests: DeadlineRequest[], onError?: (error: unknown) => void): Promise<void> {
-    void this.syncManySoon(await this.record(requests), onError);
-  }
-
-  /** `syncSoon` for many keys, a few at a time (a pool of connections serves them). */
-  syncManySoon(keys: LedgerKey[], onError?: (error: unknown) => void): Promise<void> {
-    return this.syncAll(keys, (key) => this.syncSoon(key, onError));
+    this.syncManySoon(await this.record(requests), onError);
   }
 
   /**
-   * Records deadlines, in the caller's transaction when given one; returns their ledger keys,
-   * for `syncManySoon` once that transaction committed.
+   * Records deadlines, in the caller's transaction when given one (its `tx`, or its connection
+   * from `prismaTransaction`); returns their ledger keys, for `syncManySoon` once that
+   * transaction committed.
    */
-  async record(requests: DeadlineRequest[], db: Db | Tx = this.options.db): Promise<LedgerKey[]> {
+  async record(requests: DeadlineRequest[], db: Db | Tx | Queryable = this.options.db): Promise<LedgerKey[]> {
     if (requests.length === 0) return [];
     await requestDeadlines(db, requests, this.options.clock.now());
     const keys = new Map<string, LedgerKey>();
@@ -105,81 +115,40 @@ export class DeadlineQueues {
     return [...keys.values()];
   }
 
-  /** Syncs keys a few at a time: each holds its own advisory lock, so they never contend. */
-  private async syncAll(keys: LedgerKey[], syncOne = (key: LedgerKey) => this.sync(key)): Promise<void> {
+  /** Makes the queue hold exactly the job the ledger asks for (ledger-sync.ts). */
+  sync(key: LedgerKey): Promise<void> {
+    return this.syncKeys([key]);
+  }
+
+  /** Syncs keys a batch at a time, `SYNC_LANES` batches at once; fails if one fails. */
+  private async syncKeys(keys: LedgerKey[]): Promise<void> {
     let next = 0;
     const lane = async () => {
-      while (next < keys.length) await syncOne(keys[next++]!);
+      while (next < keys.length) {
+        const batch = keys.slice(next, next + SYNC_BATCH);
+        next += batch.length;
+        await syncLedgerKeys(this, batch);
+      }
     };
     await Promise.all(Array.from({ length: Math.min(SYNC_LANES, keys.length) }, lane));
   }
 
-  /** Makes the queue hold exactly the job the ledger asks for (see the header). */
-  async sync(key: LedgerKey): Promise<void> {
-    const { db, clock } = this.options;
-    await db.$transaction(
-      async (tx) => {
-        await lock(tx, LOCK_NAMESPACES.ledger, keyOf(key));
-        const due = await earliestDue(tx, key);
-        const queue = this.queue(key.domain);
-        const jobId = deadlineJobId(key);
-        const job = await queue.getJob(jobId);
-        const state = job ? await job.getState() : "missing";
-        if (!due) {
-          if (job && state === "delayed") await job.remove();
-          return;
-        }
-        const delay = Math.max(0, due.getTime() - clock.now().getTime());
-        const data: ReclaimJobData = {
-          kind: "deadline",
-          domain: key.domain,
-          scope: key.scope,
-          dueAt: due.toISOString(),
-        };
-        if (!job || state === "missing" || state === "unknown") {
-          await queue.add(key.domain, data, { ...this.jobOptions(), jobId, delay });
-        } else if (state === "completed" || state === "failed") {
-          await job.remove();
-          await queue.add(key.domain, data, { ...this.jobOptions(), jobId, delay });
-        } else if (state === "delayed") {
-          const scheduled = job.data.dueAt ? Date.parse(job.data.dueAt) : Number.POSITIVE_INFINITY;
-          if (due.getTime() < scheduled) {
-            try {
-              await job.changeDelay(delay);
-              await job.updateData(data);
-            } catch {
-              // Promoted to waiting meanwhile: it runs now, which is at least as early.
-            }
-          }
-        }
-        // waiting, prioritized, active: runs soon; the finishing worker syncs again.
-      },
-      { timeout: 30_000 },
-    );
+  /** Syncs `key` in the background (background-sync.ts). */
+  syncSoon(key: LedgerKey, onError?: (error: unknown) => void): void {
+    this.background.soon([key], onError);
+  }
+
+  /** `syncSoon` for many keys. */
+  syncManySoon(keys: LedgerKey[], onError?: (error: unknown) => void): void {
+    this.background.soon(keys, onError);
   }
 
   /**
-   * `sync`, retried with backoff (1 s doubling to 60 s) while it fails, for callers that
-   * cannot wait or fail: the end of a job, a reconnect. The ledger row is already durable;
-   * this only makes the queue catch up once PostgreSQL and Redis answer again.
+   * `syncSoon` for the key of a deadline job that completed: gathered with others, and synced
+   * only if the ledger still has rows for it (background-sync.ts).
    */
-  syncSoon(key: LedgerKey, onError?: (error: unknown) => void, attempt = 0): Promise<void> {
-    if (this.closed) return Promise.resolve();
-    const attemptDone = this.sync(key);
-    // close() lets an attempt under way finish (the end of a job during shutdown).
-    this.inFlight.add(attemptDone);
-    void attemptDone.then(
-      () => this.inFlight.delete(attemptDone),
-      () => this.inFlight.delete(attemptDone),
-    );
-    return attemptDone.catch((error: unknown) => {
-      onError?.(error);
-      const delay = Math.min(60_000, 1000 * 2 ** attempt);
-      return new Promise<void>((resolve) => {
-        const timer = setTimeout(() => resolve(this.syncSoon(key, onError, attempt + 1)), delay);
-        timer.unref();
-      });
-    });
+  syncFinishedSoon(key: LedgerKey, onError?: (error: unknown) => void): void {
+    this.background.finished(key, onError);
   }
 
   /**
@@ -188,7 +157,7 @@ export class DeadlineQueues {
    */
   async reconcile(domains?: string[]): Promise<number> {
     const keys = await scheduledKeys(this.options.db, domains);
-    await this.syncAll(keys);
+    await this.syncKeys(keys);
     return keys.length;
   }
 
@@ -204,13 +173,19 @@ export class DeadlineQueues {
       // A connection of its own (the reads block); BullMQ leaves a connection it is handed
       // open, so close() ends it.
       const connection = this.options.redis.duplicate();
+      // A backstop: a worker syncs the key itself right after the job, so reading the events
+      // in batches (and syncing their keys a batch at a time) costs no timeliness.
+      pauseBetweenReads(connection, FOLLOW_READ_PAUSE_MS);
       const events = new QueueEvents(queueName(domain), { connection, prefix: this.options.prefix });
-      const follow = ({ jobId }: { jobId: string }) => {
-        const key = deadlineKeyOf(jobId);
-        if (key) void this.syncSoon(key, onError);
-      };
-      events.on("completed", follow);
-      events.on("failed", follow);
+      const follow =
+        (finished: boolean) =>
+        ({ jobId }: { jobId: string }) => {
+          const key = deadlineKeyOf(jobId);
+          if (key && finished) this.syncFinishedSoon(key, onError);
+          else if (key) this.syncSoon(key, onError);
+        };
+      events.on("completed", follow(true));
+      events.on("failed", follow(false));
       events.on("error", (error) => this.options.onError?.(error));
       this.followers.push({ events, connection });
     }
@@ -253,13 +228,13 @@ export class DeadlineQueues {
   }
 
   /**
-   * Stops scheduling: sync attempts under way finish first (up to 10 s), so a job that ended
-   * during shutdown still has its next deadline queued; retries waiting for Redis or
-   * PostgreSQL are dropped (the ledger keeps their rows; the next start rebuilds them).
+   * Stops scheduling: keys already asked for and syncs under way finish first (up to 10 s),
+   * so a job that ended during shutdown still has its next deadline queued; retries waiting
+   * for Redis or PostgreSQL are dropped (the ledger keeps their rows; the next start rebuilds
+   * them).
    */
   async close(): Promise<void> {
-    this.closed = true;
-    if (this.inFlight.size > 0) await settlesWithin(Promise.allSettled([...this.inFlight]), 10_000);
+    await this.background.close(10_000);
     await Promise.all(
       this.followers.splice(0).map(async ({ events, connection }) => {
         // Its blocking read ends with the connection: drop that first, so a Redis that is

@@ -1,0 +1,250 @@
+/**
+ * What the platform benchmarks share (bench-only): the no-op domain, and worker processes
+ * (fleet-child.ts) that run one of three processors over the same BullMQ queues:
+ *  - `bare`:    BullMQ alone, a processor that returns at once;
+ *  - `floor`:   BullMQ plus one PostgreSQL transaction per job (advisory lock + one insert,
+ *               a `pg` pool of pg's default size 10, prepared statements): the least a
+ *               durable job that takes a lock and records its outcome can cost;
+ *  - `reclaim`: Reclaim's worker service (createWorkerService) serving the no-op domain.
+ * Each child reports how many jobs it finished (Reclaim: `job.finished` log lines, written
+ * after the job's report row is stored) to the parent over IPC.
+ */
+import { fork, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import { Queue } from "bullmq";
+import { Redis } from "ioredis";
+import pg from "pg";
+import { defineDomain, silentLogger, type AnyDomain, type DomainId } from "../../packages/core/src";
+import { createScheduler, type SchedulerService } from "../../apps/scheduler/src/service";
+import { REDIS_URL, time } from "../support";
+
+/** A reserved id that no real domain implements yet carries the no-op domain. */
+export const NOOP_ID: DomainId = "nested-clone-migration";
+
+/** `issue.changed` of company C is due at `dueAt.get(C)` (default: now). */
+export function noopDomain(dueAt: ReadonlyMap<string, Date> = new Map()): AnyDomain {
+  return defineDomain({
+    id: NOOP_ID,
+    title: "no-op (benchmark)",
+    options: {},
+    readConfig: () => ({ enabled: true, dryRun: false }),
+    events: {
+      "issue.changed": (event, ctx) => [
+        {
+          domain: NOOP_ID,
+          scope: event.companyId,
+          reason: "bench",
+          dueAt: dueAt.get(event.companyId) ?? ctx.now,
+        },
+      ],
+    },
+    apply: async (ctx) => ctx.report.examined(),
+  });
+}
+
+export const FLOOR_QUEUE = "floor";
+export const BARE_QUEUE = "bare";
+
+export type ChildMode = "bare" | "floor" | "reclaim";
+
+export interface FleetOptions {
+  mode: ChildMode;
+  processes: number;
+  concurrency: number;
+  databaseUrl: string;
+  redisUrl: string;
+  prefix: string;
+}
+
+export interface Fleet {
+  /** Jobs finished by all children so far. */
+  finished(): number;
+  /** Resolves once `n` jobs finished (fails after `timeoutMs`, default 10 minutes). */
+  waitFor(n: number, timeoutMs?: number): Promise<void>;
+  /** Stops the children; resolves with the CPU time (µs) they used since they were ready. */
+  stop(): Promise<number>;
+}
+
+export async function startFleet(options: FleetOptions): Promise<Fleet> {
+  const counts = new Map<number, number>();
+  let waiting: { n: number; resolve: () => void } | null = null;
+  const total = () => [...counts.values()].reduce((a, b) => a + b, 0);
+  const children: ChildProcess[] = [];
+  const ready: Promise<void>[] = [];
+  for (let i = 0; i < options.processes; i++) {
+    const child = fork(path.join(__dirname, "fleet-child.ts"), [], {
+      execArgv: [
+        "--import",
+        "tsx",
+        ...(process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+      ],
+      env: {
+        ...process.env,
+        BENCH_CHILD_MODE: options.mode,
+        BENCH_CHILD_CONCURRENCY: String(options.concurrency),
+        BENCH_CHILD_DATABASE_URL: options.databaseUrl,
+        BENCH_CHILD_REDIS_URL: options.redisUrl,
+        BENCH_CHILD_PREFIX: options.prefix,
+      },
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
+    children.push(child);
+    ready.push(
+      new Promise((resolve, reject) => {
+        child.on("message", (message: { type: string; count?: number }) => {
+          if (message.type === "ready") resolve();
+          if (message.type === "count") {
+            counts.set(i, message.count!);
+            if (waiting && total() >= waiting.n) waiting.resolve();
+          }
+        });
+        child.on("exit", (code) => reject(new Error(`${options.mode} worker exited with ${code}`)));
+      }),
+    );
+  }
+  await Promise.all(ready);
+  return {
+    finished: total,
+    waitFor: (n, timeoutMs = 600_000) =>
+      total() >= n
+        ? Promise.resolve()
+        : new Promise<void>((resolve, reject) => {
+            const timer = setTimeout(
+              () => reject(new Error(`${options.mode}: ${total()} of ${n} jobs finished in ${timeoutMs} ms`)),
+              timeoutMs,
+            );
+            waiting = {
+              n,
+              resolve: () => {
+                clearTimeout(timer);
+                resolve();
+              },
+            };
+          }),
+    async stop() {
+      const cpu = await Promise.all(
+        children.map(
+          (child) =>
+            new Promise<number>((resolve) => {
+              let micros = 0;
+              child.on("message", (message: { type: string; micros?: number }) => {
+                if (message.type === "cpu") micros = message.micros!;
+              });
+              child.removeAllListeners("exit");
+              child.on("exit", () => resolve(micros));
+              child.send({ type: "stop" });
+            }),
+        ),
+      );
+      return cpu.reduce((a, b) => a + b, 0);
+    },
+  };
+}
+
+export interface Setup {
+  databaseUrl: string;
+  prefix: string;
+  processes: number;
+  concurrency: number;
+}
+
+export interface Measured {
+  /** Jobs per second. */
+  rate: number;
+  /** CPU per job (µs) of the worker processes, and of this process (producer, scheduler). */
+  workerCpu: number;
+  mainCpu: number;
+}
+
+/** Throughput of a fleet of `mode` workers over `n` jobs; `submit` hands them the jobs. */
+export async function measure(
+  setup: Setup,
+  mode: ChildMode,
+  n: number,
+  submit: () => Promise<void>,
+): Promise<Measured> {
+  const fleet = await startFleet({ ...setup, mode, redisUrl: REDIS_URL });
+  const cpu = process.cpuUsage();
+  let ms: number;
+  let main: NodeJS.CpuUsage;
+  let workers: number;
+  try {
+    ms = (
+      await time(async () => {
+        await submit();
+        await fleet.waitFor(n);
+      })
+    ).ms;
+  } finally {
+    main = process.cpuUsage(cpu);
+    workers = await fleet.stop();
+  }
+  return { rate: n / (ms / 1000), workerCpu: workers / n, mainCpu: (main.user + main.system) / n };
+}
+
+/** Hands `n` jobs to the bare or floor fleet: one addBulk, as a producer would. */
+export function submitBullmq(setup: Setup, queueName: string, n: number): () => Promise<void> {
+  return async () => {
+    const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const queue = new Queue(queueName, { connection, prefix: setup.prefix });
+    await queue.addBulk(
+      Array.from({ length: n }, () => ({
+        name: queueName,
+        data: { companyId: randomUUID() },
+        opts: { removeOnComplete: true, attempts: 3 },
+      })),
+    );
+    await queue.close();
+    connection.disconnect();
+  };
+}
+
+export const BENCH_TOKEN = "bench-token-0123456789";
+
+/** Reclaim's scheduler in this process, serving the no-op domain, ready. */
+export async function startScheduler(
+  setup: Setup,
+  domain: AnyDomain = noopDomain(),
+): Promise<SchedulerService> {
+  const scheduler = await createScheduler({
+    env: {
+      DATABASE_URL: setup.databaseUrl,
+      REDIS_URL,
+      RECLAIM_QUEUE_PREFIX: setup.prefix,
+      RECLAIM_API_TOKEN: BENCH_TOKEN,
+      PAPERCLIP_INSTANCE_ROOT: "/nonexistent",
+    },
+    domains: new Map<DomainId, AnyDomain>([[NOOP_ID, domain]]),
+    log: silentLogger,
+  });
+  await scheduler.started;
+  return scheduler;
+}
+
+/** POSTs one `issue.changed` per company to /v1/events, 1,000 per request (the API's limit). */
+export async function postEvents(scheduler: SchedulerService, companies: string[]): Promise<void> {
+  for (let at = 0; at < companies.length; at += 1000) {
+    const answer = await scheduler.app.inject({
+      method: "POST",
+      url: "/v1/events",
+      headers: { authorization: `Bearer ${BENCH_TOKEN}` },
+      payload: {
+        events: companies
+          .slice(at, at + 1000)
+          .map((companyId) => ({ type: "issue.changed", companyId, issueId: randomUUID() })),
+      },
+    });
+    if (answer.statusCode !== 202) throw new Error(answer.body);
+  }
+}
+
+/** The table the floor's jobs insert into. */
+export async function createFloorTable(databaseUrl: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: databaseUrl });
+  await admin.connect();
+  await admin.query(
+    "CREATE TABLE bench_floor (id bigserial PRIMARY KEY, company_id text, finished_at timestamptz)",
+  );
+  await admin.end();
+}

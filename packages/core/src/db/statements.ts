@@ -1,0 +1,138 @@
+/**
+ * The platform's fixed SQL (the ledger, job settlement, queue sync) runs on node-postgres
+ * directly, as named prepared statements (sql.ts `statement`), on the same pool as the Prisma
+ * client: Prisma 6.19's client engine compiles every call, raw ones included, through its
+ * wasm query compiler, which costs several times the statement itself (README, Benchmarks).
+ * Domain checks keep the Prisma transaction they are given.
+ *
+ *   claim:  runStatement(poolOf(db), CLAIM_DUE, [domain, scope, now])
+ *   sync:   pgTransaction(db, async (client) => { ...statements and Redis calls... })
+ *   check:  prismaTransaction(db, async (tx, client) => { lock on `client`; domain.apply(tx) })
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import pg from "pg";
+import type { Db, Tx } from "./client";
+import type { Statement } from "./sql";
+
+const pools = new WeakMap<Db, pg.Pool>();
+
+/** Called by createDb: the pool behind a client. */
+export function registerPool(db: Db, pool: pg.Pool): void {
+  pools.set(db, pool);
+}
+
+/** The node-postgres pool behind a client made by `createDb`. */
+export function poolOf(db: Db): pg.Pool {
+  const pool = pools.get(db);
+  if (!pool) throw new Error("this Prisma client was not made by createDb: it has no pool for platform SQL");
+  return pool;
+}
+
+export type Queryable = pg.Pool | pg.PoolClient;
+
+export async function runStatement<R extends object>(
+  on: Queryable,
+  statement: Statement,
+  values: unknown[],
+): Promise<R[]> {
+  const result = await on.query<R>({ name: statement.name, text: statement.text, values });
+  return result.rows;
+}
+
+/**
+ * `runStatement` on a connection or pool, on the pool of a client made by `createDb`, or
+ * through a Prisma transaction whose connection could not be told (`prismaTransaction`): the
+ * same SQL, unprepared, in that case. Columns that pg and Prisma would decode differently
+ * (bigint) should be cast to text in the statement.
+ */
+export async function runStatementIn<R extends object>(
+  on: Queryable | Db | Tx,
+  statement: Statement,
+  values: unknown[],
+): Promise<R[]> {
+  if (on instanceof pg.Pool || on instanceof pg.Client) return runStatement<R>(on, statement, values);
+  if ("$transaction" in on) return runStatement<R>(poolOf(on), statement, values);
+  return on.$queryRawUnsafe<R[]>(statement.text, ...values);
+}
+
+/**
+ * A plain PostgreSQL transaction on one pooled connection. Like Prisma's interactive
+ * transactions it is bounded in time: past `timeoutMs` its connection is dropped, which ends
+ * the transaction (advisory locks included) in PostgreSQL, and the call fails.
+ */
+export async function pgTransaction<T>(
+  db: Db,
+  fn: (client: pg.PoolClient) => Promise<T>,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const client = await poolOf(db).connect();
+  // A connection that dies while checked out reports an error on itself, not on the pool.
+  const onError = () => undefined;
+  client.on("error", onError);
+  let timer: NodeJS.Timeout | undefined;
+  let released = false;
+  const release = (error?: Error) => {
+    if (released) return;
+    released = true;
+    client.removeListener("error", onError);
+    client.release(error);
+  };
+  try {
+    await client.query("BEGIN");
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const error = new Error(`transaction took longer than ${timeoutMs} ms; rolled back`);
+        release(error);
+        reject(error);
+      }, timeoutMs);
+    });
+    const value = await Promise.race([fn(client), timedOut]);
+    await client.query("COMMIT");
+    release();
+    return value;
+  } catch (error) {
+    if (!released) {
+      try {
+        await client.query("ROLLBACK");
+        release();
+      } catch (rollbackFailed) {
+        release(rollbackFailed as Error);
+      }
+    }
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Which connection a Prisma interactive transaction runs on. The driver adapter (client.ts)
+ * reports the connection of every transaction it begins to the context that began it.
+ */
+const beginning = new AsyncLocalStorage<{ client?: pg.PoolClient }>();
+
+/** Called by the driver adapter once it has begun a transaction on `client`. */
+export function transactionBegan(client: pg.PoolClient): void {
+  const waiting = beginning.getStore();
+  if (waiting && !waiting.client) waiting.client = client;
+}
+
+/**
+ * `db.$transaction(fn)`, also handing `fn` the transaction's own connection, so the platform's
+ * statements inside it (the company lock) run as prepared statements in that very
+ * transaction. `client` is null when the connection cannot be told for certain; callers then
+ * go through `tx`.
+ */
+export function prismaTransaction<T>(
+  db: Db,
+  fn: (tx: Tx, client: pg.PoolClient | null) => Promise<T>,
+): Promise<T> {
+  const slot: { client?: pg.PoolClient } = {};
+  return beginning.run(slot, () =>
+    db.$transaction((tx) => {
+      const client = slot.client;
+      // 'T': the connection is inside a transaction block, the one Prisma just began.
+      return fn(tx, client && client.getTransactionStatus() === "T" ? client : null);
+    }),
+  );
+}

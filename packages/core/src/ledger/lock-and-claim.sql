@@ -1,0 +1,19 @@
+-- Takes a job's company-scoped advisory lock, then claims the due ledger rows of its key, in
+-- one round trip: the first statement of the check's transaction when its domain has no
+-- prepare phase (jobs/run-job.ts). The claim reads what was committed when the statement
+-- began, which is never later than anything the check reads after it; rows touched since
+-- then have a newer version and survive the job's settlement.
+-- $1 text: lock namespace   $2 text: lock key (advisory-lock.sql)
+-- $3 text: domain   $4 text: scope   $5 timestamptz: the job's start
+-- Output: reason text, version text (a bigint), due_at timestamptz; one row with nulls when
+-- nothing is due
+WITH locked AS (
+  SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))::text AS locked
+)
+SELECT d.reason, d.version::text AS version, d.due_at
+  FROM locked
+  LEFT JOIN LATERAL (
+    SELECT reason, version, due_at
+      FROM reclaim_deadlines
+     WHERE domain = $3 AND company_id = $4 AND due_at <= $5::timestamptz
+  ) AS d ON true

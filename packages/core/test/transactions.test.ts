@@ -1,0 +1,144 @@
+/**
+ * The platform's statements inside a check's Prisma interactive transaction run on that
+ * transaction's own connection (db/statements.ts): the company-scoped lock a check relies on
+ * is held by the very transaction the check is given. Real PostgreSQL.
+ */
+import { randomUUID } from "node:crypto";
+import pg from "pg";
+import {
+  createDb,
+  defineDomain,
+  domainLockNamespace,
+  FaultPoints,
+  pgTransaction,
+  prismaTransaction,
+  runJob,
+  silentLogger,
+  systemClock,
+  type DeadlineQueues,
+  type Db,
+  type DomainControls,
+  type DomainId,
+  type Tx,
+} from "@reclaim/core";
+import { createTestDatabase, type TestDatabase } from "@reclaim/testkit";
+
+const ID: DomainId = "nested-clone-migration";
+let database: TestDatabase;
+let db: Db;
+let other: pg.Client;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  db = createDb(database.url);
+  other = new pg.Client({ connectionString: database.url });
+  await other.connect();
+});
+afterAll(async () => {
+  await other.end();
+  await db.$disconnect();
+  await database.drop();
+});
+
+/** Whether a session other than the transaction's could take the lock right now. */
+async function lockIsFree(namespace: string, key: string): Promise<boolean> {
+  await other.query("BEGIN");
+  try {
+    const { rows } = await other.query<{ acquired: boolean }>(
+      "SELECT pg_try_advisory_xact_lock(hashtext($1), hashtext($2)) AS acquired",
+      [namespace, key],
+    );
+    return rows[0]!.acquired;
+  } finally {
+    await other.query("ROLLBACK");
+  }
+}
+
+async function backendAndTransaction(tx: Tx): Promise<string> {
+  const [row] = await tx.$queryRawUnsafe<{ id: string }[]>(
+    "SELECT pg_backend_pid()::text || '/' || txid_current()::text AS id",
+  );
+  return row!.id;
+}
+
+it("a Prisma interactive transaction hands the platform its own connection, inside the same transaction", async () => {
+  const seen = await Promise.all(
+    Array.from({ length: 12 }, () =>
+      prismaTransaction(db, async (tx, client) => {
+        expect(client).not.toBeNull();
+        const { rows } = await client!.query<{ id: string }>(
+          "SELECT pg_backend_pid()::text || '/' || txid_current()::text AS id",
+        );
+        return [rows[0]!.id, await backendAndTransaction(tx)];
+      }),
+    ),
+  );
+  for (const [platform, prisma] of seen) expect(platform).toBe(prisma);
+});
+
+it("a check runs in a transaction that holds its company-scoped lock, released at commit", async () => {
+  const scope = randomUUID();
+  const namespace = domainLockNamespace(ID);
+  const held: boolean[] = [];
+  const domain = defineDomain({
+    id: ID,
+    title: "lock test",
+    options: {},
+    readConfig: () => ({ enabled: true, dryRun: false }),
+    apply: async () => {
+      held.push(!(await lockIsFree(namespace, scope)));
+    },
+  });
+  await runJob(
+    {
+      db,
+      queues: { syncManySoon: () => undefined } as unknown as DeadlineQueues,
+      clock: systemClock,
+      instanceRoot: "/nonexistent",
+      log: silentLogger,
+      faults: FaultPoints.none(),
+      configs: new Map<DomainId, DomainControls>([[ID, { enabled: true, dryRun: false }]]),
+      domains: new Map([[ID, domain]]),
+    },
+    {
+      id: `sweep--${ID}--${randomUUID()}`,
+      data: { kind: "sweep", domain: ID, scope },
+      attemptsMade: 0,
+      attempts: 1,
+      signal: new AbortController().signal,
+    },
+  );
+  expect(held).toEqual([true]);
+  expect(await lockIsFree(namespace, scope)).toBe(true);
+});
+
+it("a plain platform transaction rolls back what it wrote when its work fails", async () => {
+  const scope = randomUUID();
+  await expect(
+    pgTransaction(db, async (client) => {
+      await client.query(
+        "INSERT INTO reclaim_cursors (domain, company_id, name, value) VALUES ('d', $1, 'walk', 'x')",
+        [scope],
+      );
+      throw new Error("failed after the write");
+    }),
+  ).rejects.toThrow("failed after the write");
+  expect(await db.reclaimCursor.count({ where: { companyId: scope } })).toBe(0);
+});
+
+it("a plain platform transaction that outlives its time limit is ended in PostgreSQL, locks and all", async () => {
+  const scope = randomUUID();
+  await expect(
+    pgTransaction(
+      db,
+      async (client) => {
+        await client.query("SELECT pg_advisory_xact_lock(hashtext('t'), hashtext($1))", [scope]);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      },
+      100,
+    ),
+  ).rejects.toThrow(/longer than 100 ms/);
+  // The dropped connection's session ends; its lock goes with it.
+  for (let i = 0; i < 50 && !(await lockIsFree("t", scope)); i++) await new Promise((r) => setTimeout(r, 20));
+  expect(await lockIsFree("t", scope)).toBe(true);
+});
