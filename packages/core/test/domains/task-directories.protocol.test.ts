@@ -2,7 +2,7 @@
  * Isolated task directories, the rest of the spec through the real worker: the orphan walk
  * and its rules, a closed row its issue is still bound to (`preserved_and_removed`), planted
  * symbolic links never followed, the snapshot limits, the reopen's refusals and its expired
- * restore point, the dry run.
+ * restore point, the controls (dry run, restore points disabled, the defaults).
  */
 import { randomUUID } from "node:crypto";
 import { lstat, mkdir, open, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";

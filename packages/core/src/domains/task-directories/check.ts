@@ -35,6 +35,7 @@ import { planDirectory, taskDirectory } from "./survey";
 import { prepareOrphanWalk, type OrphanWalk } from "./orphans";
 import { archiveUnderLocks, nextGeneration, type Candidate as ArchiveCandidate } from "./archive";
 import { judgeRows } from "./judge";
+import { cleanupLog, directoryBytes, retentionLog } from "./logs";
 
 type Ctx = JobContext<TaskDirectoriesConfig>;
 
@@ -129,7 +130,7 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
     const verdict = verdicts.get(row.id)!;
     ctx.report.examined();
     if (!verdict.save) {
-      keep(ctx, id, row, verdict.reason, verdict.detail);
+      await keep(ctx, id, row, verdict.reason, verdict.detail);
       prepared.settle.push({ item, dueAt: verdict.recheckAt, reason: verdict.reason });
       continue;
     }
@@ -141,19 +142,22 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
     const path = taskDirectory(ctx.instanceRoot, companyId, row.source_issue_id!);
     const planned = await planDirectory(path, ctx.signal);
     if ("refused" in planned) {
-      keep(ctx, id, row, planned.refused);
+      await keep(ctx, id, row, planned.refused);
       prepared.settle.push({ item, dueAt: null, reason: planned.refused });
       continue;
     }
     if (ctx.dryRun) {
       ctx.report.candidate(id, planned.bytes, { companyId });
-      log(ctx, row, "dry_run", null, planned.bytes, 0);
+      retentionLog(ctx, row, "dry_run", null, planned.bytes, 0);
+      if (isClosedWorkspaceStatus(row.status)) {
+        cleanupLog(ctx, companyId, row.source_issue_id!, "dry_run", null, planned.bytes);
+      }
       prepared.settle.push({ item, dueAt: null, reason: "dry_run" });
       continue;
     }
     key ??= await restorePointKey(ctx.config, storage);
     if (key === "refused") {
-      keep(ctx, id, row, "restore_points_refused");
+      await keep(ctx, id, row, "restore_points_refused");
       prepared.settle.push({ item, dueAt: null, reason: "restore_points_refused" });
       continue;
     }
@@ -178,7 +182,7 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
           ctx.deadlines.at(d.reason, d.dueAt, d.scope, d.domain as typeof DOMAIN);
         }
       }
-      keep(ctx, id, row, result.reason);
+      await keep(ctx, id, row, result.reason);
       const retry = result.reason === "storage_unavailable" || result.reason === "task_directory_changed";
       prepared.settle.push({
         item,
@@ -192,31 +196,14 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
   return prepared;
 }
 
-function keep(ctx: Ctx, id: string, row: WorkspaceRow, reason: string, detail?: string[]): void {
+async function keep(ctx: Ctx, id: string, row: WorkspaceRow, reason: string, detail?: string[]) {
   ctx.report.skip(id, reason, { companyId: row.company_id });
-  log(ctx, row, "skipped", reason, 0, 0, detail);
-}
-
-export function log(
-  ctx: Ctx,
-  row: Pick<WorkspaceRow, "id" | "company_id" | "source_issue_id">,
-  outcome: "removed" | "dry_run" | "skipped",
-  reason: string | null,
-  candidateBytes: number,
-  reclaimedBytes: number,
-  detail?: string[],
-): void {
-  ctx.log.info("task directory retention", {
-    event: "execution_workspace.task_directory_retention",
-    companyId: row.company_id,
-    executionWorkspaceId: row.id,
-    issueId: row.source_issue_id,
-    outcome,
-    reason,
-    ...(detail ? { consumers: detail } : {}),
-    candidateBytes,
-    reclaimedBytes,
-  });
+  retentionLog(ctx, row, "skipped", reason, 0, 0, detail);
+  if (isClosedWorkspaceStatus(row.status)) {
+    // A closed row its issue is still bound to: the walk's directory, kept.
+    const dir = taskDirectory(ctx.instanceRoot, row.company_id, row.source_issue_id!);
+    cleanupLog(ctx, row.company_id, row.source_issue_id!, "skipped", reason, await directoryBytes(dir));
+  }
 }
 
 export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Applied> {
@@ -234,7 +221,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
       )) {
         ctx.deadlines.at(d.reason, d.dueAt, d.scope, d.domain as typeof DOMAIN);
       }
-      keep(ctx, id, c.row, archived.kept);
+      await keep(ctx, id, c.row, archived.kept);
       const retry = archived.kept === "lock_busy" || archived.kept === "live_or_unresolved_consumer";
       prepared.settle.push({
         item: c.item,
@@ -286,25 +273,18 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
     );
     if (result.outcome === "removed") {
       ctx.report.removedEntry(id, result.bytes, { companyId: item.companyId });
-      log(ctx, row, "removed", null, result.bytes, result.bytes);
+      retentionLog(ctx, row, "removed", null, result.bytes, result.bytes);
       if (item.preserved) {
-        ctx.log.info("task directory cleanup", {
-          event: "execution_workspace.task_directory_cleanup",
-          companyId: item.companyId,
-          issueId: item.sourceIssueId,
-          outcome: "preserved_and_removed",
-          reason: null,
-          bytes: result.bytes,
-        });
+        cleanupLog(ctx, item.companyId, item.sourceIssueId, "preserved_and_removed", null, result.bytes);
       }
-    } else if (result.outcome === "kept") {
-      if (result.reason !== "already_removed") {
-        ctx.report.skip(id, result.reason, { companyId: item.companyId });
-        log(ctx, row, "skipped", result.reason, 0, 0);
+    } else if (result.outcome !== "kept" || result.reason !== "already_removed") {
+      if (result.outcome === "kept") ctx.report.skip(id, result.reason, { companyId: item.companyId });
+      else ctx.report.failed(id, result.reason, { companyId: item.companyId });
+      retentionLog(ctx, row, "skipped", result.reason, 0, 0);
+      if (item.preserved) {
+        const bytes = await directoryBytes(item.state.path);
+        cleanupLog(ctx, item.companyId, item.sourceIssueId, "skipped", result.reason, bytes);
       }
-    } else {
-      ctx.report.failed(id, result.reason, { companyId: item.companyId });
-      log(ctx, row, "skipped", result.reason, 0, 0);
     }
     // Done, or tried again in an hour (a busy lock, a failed rename or delete). A wake since
     // apply left the item due: the next job looks at it.

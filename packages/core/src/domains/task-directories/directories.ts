@@ -28,6 +28,7 @@ import { LIMITS, type TaskDirectoriesConfig } from "./config";
 import { DOMAIN, itemOf, wsItem } from "./events";
 import { directoryRefs, type DirectoryRef } from "./queries";
 import { classify, judgeOrphan, type Verdict } from "./rules";
+import { cleanupLog, directoryBytes } from "./logs";
 import { retryLeftover } from "./orphans";
 import { directoryKind, sideName, taskDirectory } from "./survey";
 
@@ -118,7 +119,17 @@ export async function judgeDirectories(
       : null;
     const classification = classify(refs, boundTo);
     if (classification.kind !== "orphan") {
-      // The row is judged by its own item (open, or closed and still bound).
+      // The row is judged by its own item (open, or closed and still bound), and logs it.
+      if (classification.kind === "open") {
+        cleanupLog(
+          ctx,
+          companyId,
+          d.issueId,
+          "skipped",
+          "workspace_open",
+          await directoryBytes(dir, ctx.signal),
+        );
+      }
       if (!judgedHere.has(classification.workspaceId))
         wakes.push({
           domain: DOMAIN,
@@ -240,22 +251,4 @@ async function recheckOrphan(
     { now: ctx.startedAt, graceMs: ctx.config.orphanGraceMs, busyRetryMs: LIMITS.busyRetryMs },
   );
   return verdict.save ? null : verdict;
-}
-
-function cleanupLog(
-  ctx: Ctx,
-  companyId: string,
-  issueId: string,
-  outcome: "removed" | "preserved_and_removed" | "dry_run" | "skipped",
-  reason: string | null,
-  bytes: number,
-): void {
-  ctx.log.info("task directory cleanup", {
-    event: "execution_workspace.task_directory_cleanup",
-    companyId,
-    issueId,
-    outcome,
-    reason,
-    bytes,
-  });
 }

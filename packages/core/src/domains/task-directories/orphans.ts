@@ -54,7 +54,13 @@ export async function prepareOrphanWalk(ctx: Ctx): Promise<OrphanWalk> {
         };
       });
       for (let i = 0; i < wakes.length; i++) ctx.report.examined();
-      for (const r of await wakeItems(tx, wakes, ctx.startedAt)) ctx.deadlines.at(r.reason, r.dueAt, r.scope);
+      // A dry-run sweep schedules nothing (its deadlines are dropped): woken items would be
+      // judged by the company's next job, work a diagnosis must not cause.
+      const diagnosis = ctx.kind === "sweep" && ctx.dryRun;
+      if (!diagnosis) {
+        for (const r of await wakeItems(tx, wakes, ctx.startedAt))
+          ctx.deadlines.at(r.reason, r.dueAt, r.scope);
+      }
       if (walking) {
         await ctx.writeCursor(WALK_CURSOR, cursor, tx);
         if (cursor !== null) ctx.continueNow();

@@ -156,7 +156,9 @@ function logRestore(ctx: Ctx, row: WorkspaceRow, result: ReopenResult): void {
     companyId: row.company_id,
     executionWorkspaceId: row.id,
     issueId: row.source_issue_id,
-    reason: ctx.request.reason,
+    // What asked for the reopen (run, comment, agent_update); `reason` is why one failed.
+    trigger: ctx.request.reason,
+    reason: null,
     ...result,
   });
 }

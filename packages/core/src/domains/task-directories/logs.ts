@@ -1,0 +1,64 @@
+/**
+ * The spec's log lines ("Controls and logs"), written in one place:
+ *  - `execution_workspace.task_directory_retention`, once per open or pending workspace a batch
+ *    judges: outcome `removed`, `dry_run` or `skipped`, the skip reason, candidate bytes and
+ *    reclaimed bytes (allocated bytes of the directory);
+ *  - `execution_workspace.task_directory_cleanup`, once per directory the walk inspects:
+ *    outcome `removed`, `preserved_and_removed` (a closed row its issue is still bound to, saved
+ *    and removed), `dry_run` or `skipped`, the reason, and the directory's bytes. A directory an
+ *    open workspace points at is `skipped` with `workspace_open` (its row logs the retention
+ *    line); a closed-but-bound row logs both lines.
+ * The reopen's `execution_workspace.task_directory_restore` is written by reopen.ts.
+ */
+import { treeStats } from "../../fs";
+import type { WorkspaceRow } from "../../workspaces";
+import type { JobContext } from "../types";
+import type { TaskDirectoriesConfig } from "./config";
+import { directoryKind } from "./survey";
+
+type Ctx = JobContext<TaskDirectoriesConfig>;
+
+export function retentionLog(
+  ctx: Ctx,
+  row: Pick<WorkspaceRow, "id" | "company_id" | "source_issue_id">,
+  outcome: "removed" | "dry_run" | "skipped",
+  reason: string | null,
+  candidateBytes: number,
+  reclaimedBytes: number,
+  detail?: string[],
+): void {
+  ctx.log.info("task directory retention", {
+    event: "execution_workspace.task_directory_retention",
+    companyId: row.company_id,
+    executionWorkspaceId: row.id,
+    issueId: row.source_issue_id,
+    outcome,
+    reason,
+    ...(detail ? { consumers: detail } : {}),
+    candidateBytes,
+    reclaimedBytes,
+  });
+}
+
+export function cleanupLog(
+  ctx: Ctx,
+  companyId: string,
+  issueId: string,
+  outcome: "removed" | "preserved_and_removed" | "dry_run" | "skipped",
+  reason: string | null,
+  bytes: number,
+): void {
+  ctx.log.info("task directory cleanup", {
+    event: "execution_workspace.task_directory_cleanup",
+    companyId,
+    issueId,
+    outcome,
+    reason,
+    bytes,
+  });
+}
+
+/** Allocated bytes of a task directory (never through a link); 0 when it is not a real directory. */
+export async function directoryBytes(dir: string, signal?: AbortSignal): Promise<number> {
+  return (await directoryKind(dir)) === "directory" ? (await treeStats(dir, signal)).allocatedBytes : 0;
+}
