@@ -9,7 +9,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, readdir, rename, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { PathRefused, ProvenDir } from "@reclaim/core";
+import { ensureDirBelow, PathRefused, ProvenDir, provenDirBelow } from "@reclaim/core";
 import { outsideDir, tempDir, type Outside } from "@reclaim/testkit";
 
 let root: { path: string; remove(): Promise<void> };
@@ -117,5 +117,24 @@ describe("writing in a proven directory never goes through a link at the name", 
     expect(await top.readFile("missing", 1024)).toEqual({ status: "missing" });
     expect(await outside.changes()).toEqual([]);
     expect((await readdir(root.path)).sort()).toEqual(["big.json", "fifo", "state.json"]);
+  });
+});
+
+describe("a path deep below the top folder (proven-path.ts)", () => {
+  it("is reached level by level: a link on the way makes it unsafe, and ensureDirBelow creates nothing through it", async () => {
+    await mkdir(path.join(root.path, "a", "b"), { recursive: true });
+    expect(await provenDirBelow(root.path, path.join(root.path, "a", "b"))).toBeInstanceOf(ProvenDir);
+    expect(await provenDirBelow(root.path, path.join(root.path, "a", "none"))).toBe("missing");
+    expect(await provenDirBelow(root.path, root.path)).toBe("unsafe");
+    expect(await provenDirBelow(root.path, path.dirname(root.path))).toBe("unsafe");
+    await symlink(outside.path, path.join(root.path, "a", "link"));
+    expect(await provenDirBelow(root.path, path.join(root.path, "a", "link", "b"))).toBe("unsafe");
+    expect(await ensureDirBelow(root.path, path.join(root.path, "a", "link", "new", "deeper"))).toBe(
+      "unsafe",
+    );
+    const made = await ensureDirBelow(root.path, path.join(root.path, "a", "c", "d"));
+    expect(made).toBeInstanceOf(ProvenDir);
+    expect(existsSync(path.join(root.path, "a", "c", "d"))).toBe(true);
+    expect(await outside.changes()).toEqual([]);
   });
 });

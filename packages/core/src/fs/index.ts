@@ -4,3 +4,4 @@ export * from "./tree";
 export * from "./proven-dir";
 export * from "./retire";
 export * from "./leftovers";
+export * from "./proven-path";

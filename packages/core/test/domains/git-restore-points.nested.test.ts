@@ -8,7 +8,7 @@
  * clone's remote-tracking refs moving after the capture roll expiration back.
  */
 import { existsSync } from "node:fs";
-import { writeFile } from "node:fs/promises";
+import { mkdir, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createLogger, FaultPoints } from "@reclaim/core";
 import { startStack, waitFor, type Stack } from "@reclaim/testkit";
@@ -150,6 +150,25 @@ describe("restore-point mode", () => {
     ]).toEqual(before);
   });
 
+  it("with the shared clones gone, the reopen clones them again and restores the worktree and its nested worktree", async () => {
+    const t = await task(stack, "task-reclone");
+    await writeFile(path.join(t.wt, "work.txt"), "unpushed\n");
+    await git(t.wt, ["add", "work.txt"]);
+    await git(t.wt, ["commit", "-q", "-m", "unpushed"]);
+    const lib = await repository(stack, t.project);
+    const nestedWt = await addNestedWorktree(lib, t.wt, "lib-1", "r1");
+    await git(nestedWt, ["commit", "-q", "--allow-empty", "-m", "nested unpushed"]);
+    const before = [await checkoutFacts(t.wt), await checkoutFacts(nestedWt)];
+    await expired(stack, t);
+    await rm(t.project.clone, { recursive: true, force: true });
+    await rm(lib.clone, { recursive: true, force: true });
+    expect(await reopen(stack, t.project.companyId, t.ws)).toEqual(
+      expect.objectContaining({ outcome: "restored", path: t.wt }),
+    );
+    expect([await checkoutFacts(t.wt), await checkoutFacts(nestedWt)]).toEqual(before);
+    expect(existsSync(path.join(t.project.clone, ".git"))).toBe(true);
+  });
+
   it("the blocking rules of nested checkouts keep the workspace, each with its reason", async () => {
     const cases: [string, (checkout: string) => Promise<void>][] = [
       [
@@ -202,6 +221,14 @@ describe("restore-point mode", () => {
       );
       expect(existsSync(nested)).toBe(true);
     }
+    // A link among the nested checkouts is never followed: the workspace is kept.
+    const linked = await task(stack, "task-nested-link");
+    await mkdir(path.join(linked.wt, ".paperclip-repositories"), { recursive: true });
+    await symlink(linked.project.clone, path.join(linked.wt, ".paperclip-repositories", "lib-1"));
+    await wakeIssue(stack, linked.project.companyId, linked.issue);
+    expect(await workspaceEntry(stack, linked.project.companyId, linked.ws, "skipped")).toEqual(
+      expect.objectContaining({ reason: "unknown_nested_checkout" }),
+    );
     // A nested checkout from a repository that is not one of the project's is never judged.
     const stranger = await task(stack, "task-stranger");
     const foreign = await makeProject(stack.instanceRoot);

@@ -213,7 +213,7 @@ export async function expireWorkspace(
           at,
           mode: ctx.config.restorePointsEnabled ? "restore_point" : "strict",
         });
-        const removal = await buildRemoval({
+        const removal = buildRemoval({
           survey,
           judged,
           lockFiles: held.flatMap((h) => h.files),

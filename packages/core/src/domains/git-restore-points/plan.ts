@@ -1,7 +1,7 @@
 /** The recipe and the removal plan an expiration records in the archive transaction (recipe.ts). */
 import { randomUUID } from "node:crypto";
-import { lstat } from "node:fs/promises";
 import path from "node:path";
+import type { Identity } from "../../fs";
 import type { Judged } from "./checkouts";
 import type { GitWorkspace } from "./queries";
 import { RECIPE_VERSION, type CheckoutRecipe, type Recipe, type Removal } from "./recipe";
@@ -53,15 +53,14 @@ export function buildRecipe(input: {
  * Where the checkout goes aside (a recorded `.expired-<UUID>` beside it), which worktree
  * registrations and nested branches go with it, and the lock files the expiration holds.
  */
-export async function buildRemoval(input: {
-  survey: { checkout: CheckoutSurvey; allocatedBytes: number };
+export function buildRemoval(input: {
+  survey: { checkout: CheckoutSurvey; identity: Identity; allocatedBytes: number };
   judged: Judged[];
   /** Every lock file the expiration holds (a crash leaves them for the next attempt to break). */
   lockFiles: string[];
   lifecycleGeneration: number;
-}): Promise<Removal> {
+}): Removal {
   const main = input.survey.checkout;
-  const stat = await lstat(main.path);
   const registrations: Removal["registrations"] = [];
   const branches: Removal["branches"] = [];
   for (const j of input.judged) {
@@ -78,7 +77,7 @@ export async function buildRemoval(input: {
     state: "pending",
     lifecycleGeneration: input.lifecycleGeneration,
     path: main.path,
-    identity: { dev: stat.dev, ino: stat.ino },
+    identity: input.survey.identity,
     aside: path.join(path.dirname(main.path), `.expired-${randomUUID()}`),
     registrations,
     branches,

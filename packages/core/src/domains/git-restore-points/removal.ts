@@ -17,15 +17,14 @@
  * lifecycle lock, only while the row's lifecycle generation is the archive's (finish.ts, and
  * the reopen, which finishes a pending removal before it restores).
  */
-import { lstat, readFile, rm } from "node:fs/promises";
+import { realpath } from "node:fs/promises";
 import path from "node:path";
 import { breakLeftoverGitLocks, errnoCode, openSafeRepository } from "@reclaim/shared";
-import { entryKind, PathRefused, removeRetired, retire } from "../../fs";
+import { PathRefused, provenDirBelow, removeRetired, retire } from "../../fs";
 import type { FaultPoints } from "../../faults";
 import type { Removal } from "./recipe";
-import { provenDirBelow } from "./survey";
 
-const exists = async (file: string): Promise<boolean> => (await entryKind(file)) !== "missing";
+const MAX_GITDIR_FILE_BYTES = 4096;
 
 /** Step 1: the checkout moves aside (nothing when it is gone already, or is another directory now). */
 export async function renameAside(
@@ -50,23 +49,30 @@ export async function renameAside(
   }
 }
 
-/** Step 2: a registration goes only while it still names the removed checkout's `.git`. */
-async function removeRegistration(adminDir: string, gitdir: string): Promise<void> {
-  let named: string;
+/**
+ * Step 2: a registration goes only while it still names the removed checkout's `.git` and
+ * that checkout is gone (a reopen re-adds a worktree under a new registration). It is renamed
+ * aside in its proven parent and deleted there, never through a link.
+ */
+async function removeRegistration(instanceRoot: string, adminDir: string, gitdir: string): Promise<void> {
+  // The registration's path is git's (real) path: it is proven from the real instance root.
+  const realRoot = await realpath(instanceRoot).catch(() => instanceRoot);
+  const parent = await provenDirBelow(realRoot, path.dirname(adminDir));
+  if (typeof parent === "string") return;
+  const name = path.basename(adminDir);
+  const info = await parent.lstatEntry(name);
+  if (info === null || !info.isDirectory()) return;
+  const admin = parent.childFrom(name, info);
+  const named = await admin.readFile("gitdir", MAX_GITDIR_FILE_BYTES);
+  if (named.status !== "ok" || named.data.toString("utf8").trim() !== gitdir) return;
+  if ((await provenDirBelow(instanceRoot, path.dirname(gitdir))) !== "missing") return;
   try {
-    const stat = await lstat(path.join(adminDir, "gitdir"));
-    if (!stat.isFile() || stat.size > 4096) return;
-    named = (await readFile(path.join(adminDir, "gitdir"), "utf8")).trim();
+    await removeRetired(parent, await retire(parent, name, ".trash", admin.identity));
   } catch (error) {
-    if (errnoCode(error) === "ENOENT" || errnoCode(error) === "ENOTDIR") return;
+    if (error instanceof PathRefused && (error.reason === "missing" || error.reason === "identity_changed"))
+      return;
     throw error;
   }
-  if (named !== gitdir) return;
-  // The checkout it names must be gone (a reopen re-adds a worktree under a new registration).
-  if (await exists(gitdir)) return;
-  const stat = await lstat(adminDir);
-  if (stat.isSymbolicLink() || !stat.isDirectory()) return;
-  await rm(adminDir, { recursive: true, force: true });
 }
 
 /** Step 3: a nested worktree's own branch, only at the commit the removal recorded. */
@@ -93,7 +99,7 @@ export async function removeCheckout(
   const moved = await renameAside(instanceRoot, removal);
   if (moved === "replaced") return "replaced";
   await faults.hit("git-restore-points.renamed-aside");
-  for (const r of removal.registrations) await removeRegistration(r.adminDir, r.gitdir);
+  for (const r of removal.registrations) await removeRegistration(instanceRoot, r.adminDir, r.gitdir);
   // The branch ref locks go first: git refuses to delete a ref whose lock file exists. The
   // deletion names the recorded commit, so a branch moved meanwhile is left alone.
   await release();

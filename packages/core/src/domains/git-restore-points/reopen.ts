@@ -17,9 +17,10 @@
  * carries. A failure throws or answers `failed` with a reason: `tx` rolls back and the
  * workspace stays closed, so the run never starts in a new workspace.
  */
-import { lstat } from "node:fs/promises";
+import path from "node:path";
 import { breakLeftoverGitLocks, loadInstanceKey } from "@reclaim/shared";
 import type { Tx } from "../../db";
+import { provenDirBelow, sameIdentity, type Identity } from "../../fs";
 import { dueFor, storageFor } from "../../restore-points";
 import {
   lifecycleGeneration,
@@ -63,7 +64,7 @@ async function reopenGitWorkspace(ctx: Ctx, tx: Tx, row: WorkspaceRow): Promise<
   const removal = readRemoval(metadata);
   if (removal.state === "ok" && removal.value.lifecycleGeneration === lifecycleGeneration(row.metadata)) {
     const plan = removal.value;
-    if (plan.state === "pending" && (await stillThere(plan.path, plan.identity))) {
+    if (plan.state === "pending" && (await stillThere(ctx.instanceRoot, plan.path, plan.identity))) {
       // Locks a killed expiration left behind; a live one's go when it stops (the row moved on).
       await breakLeftoverGitLocks(plan.lockFiles);
       return finish(ctx, tx, row, recipe.value, "already_applied", [], undefined);
@@ -114,9 +115,12 @@ async function reopenGitWorkspace(ctx: Ctx, tx: Tx, row: WorkspaceRow): Promise<
   }
 }
 
-async function stillThere(path: string, identity: { dev: number; ino: number }): Promise<boolean> {
-  const stat = await lstat(path).catch(() => null);
-  return stat !== null && stat.dev === identity.dev && stat.ino === identity.ino;
+/** The archived checkout is still at its path (the same directory, reached without a link). */
+async function stillThere(instanceRoot: string, target: string, identity: Identity): Promise<boolean> {
+  const parent = await provenDirBelow(instanceRoot, path.dirname(target));
+  if (typeof parent === "string") return false;
+  const info = await parent.lstatEntry(path.basename(target));
+  return info !== null && info.isDirectory() && sameIdentity(identity, { dev: info.dev, ino: info.ino });
 }
 
 /** How a checkout comes back: its active restore point, or fresh when it expired, or re-added. */

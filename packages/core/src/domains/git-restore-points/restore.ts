@@ -16,7 +16,6 @@
  * when the clone still has it, else a new branch from the base ref), nothing applied.
  */
 import { randomUUID } from "node:crypto";
-import { lstat, mkdir, readdir, rename, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import {
@@ -33,9 +32,8 @@ import {
   type SafeRepository,
   type StorageProvider,
 } from "@reclaim/shared";
-import { entryKind, UUID_PATTERN } from "../../fs";
+import { ensureDirBelow, PathRefused, removeRetired, retire, UUID_PATTERN, type ProvenDir } from "../../fs";
 import type { CheckoutRecipe } from "./recipe";
-import { realDirectoryBelow } from "./survey";
 
 export class RestoreRefused extends Error {
   constructor(
@@ -70,32 +68,45 @@ export type CheckoutRestore =
 
 const RESTORING = new RegExp(`^\\.restoring-${UUID_PATTERN}$`);
 
-const present = async (target: string): Promise<boolean> => (await entryKind(target)) !== "missing";
+/** Deletes the directory `name` of `parent` (renamed to a `.trash` name, then removed; never through a link). */
+async function discard(parent: ProvenDir, name: string): Promise<void> {
+  const info = await parent.lstatEntry(name);
+  if (info === null || !info.isDirectory()) return;
+  try {
+    await removeRetired(parent, await retire(parent, name, ".trash", { dev: info.dev, ino: info.ino }));
+  } catch (error) {
+    if (error instanceof PathRefused && (error.reason === "missing" || error.reason === "identity_changed"))
+      return;
+    throw error;
+  }
+}
+
+/** The directory `target` below the instance, its missing levels made one at a time (never through a link). */
+async function placeBelow(deps: RestoreDeps, target: string): Promise<ProvenDir> {
+  const dir = await ensureDirBelow(deps.instanceRoot, target);
+  if (typeof dir === "string")
+    throw new RestoreRefused("unsafe_workspace_path", `${target} is not a real directory below the instance`);
+  return dir;
+}
 
 /** The clone a worktree belongs to, cloned again from the repository when it is gone. */
 async function ensureClone(deps: RestoreDeps, recipe: CheckoutRecipe): Promise<SafeRepository> {
-  const where = await realDirectoryBelow(deps.instanceRoot, recipe.clone);
-  if (where === "unsafe")
-    throw new RestoreRefused("unsafe_workspace_path", `${recipe.clone} is not below the instance`);
-  if (where === "missing") {
-    const parent = path.dirname(recipe.clone);
-    if ((await realDirectoryBelow(deps.instanceRoot, parent)) === "unsafe") {
-      throw new RestoreRefused(
-        "unsafe_workspace_path",
-        `${parent} is not a real directory below the instance`,
-      );
-    }
-    await mkdir(parent, { recursive: true });
-    const staging = path.join(parent, `.restoring-${randomUUID()}`);
+  const parent = await placeBelow(deps, path.dirname(recipe.clone));
+  const name = path.basename(recipe.clone);
+  const info = await parent.lstatEntry(name);
+  if (info !== null && !info.isDirectory())
+    throw new RestoreRefused("unsafe_workspace_path", `${recipe.clone} is not a real directory`);
+  if (info === null) {
+    const staging = `.restoring-${randomUUID()}`;
     try {
-      await runSafeGit(["clone", "-q", "--", recipe.repoUrl, staging], {
+      await runSafeGit(["clone", "-q", "--", recipe.repoUrl, parent.join(staging)], {
         cwd: os.tmpdir(),
         env: remoteEnv(),
         signal: deps.signal,
       });
-      await rename(staging, recipe.clone);
+      await parent.rename(staging, name);
     } finally {
-      await rm(staging, { recursive: true, force: true });
+      await discard(parent, staging);
     }
   }
   const repo = await openSafeRepository(recipe.clone, { signal: deps.signal });
@@ -105,15 +116,12 @@ async function ensureClone(deps: RestoreDeps, recipe: CheckoutRecipe): Promise<S
   return repo;
 }
 
-/** Removes `.restoring-*` worktrees and directories an interrupted attempt left beside `target`. */
-async function removeLeftovers(clone: SafeRepository | null, target: string): Promise<void> {
-  const dir = path.dirname(target);
-  const names = await readdir(dir).catch(() => [] as string[]);
-  for (const name of names.filter((n) => RESTORING.test(n))) {
-    const leftover = path.join(dir, name);
-    if (clone) await clone.git(["worktree", "remove", "--force", leftover], { okCodes: [0, 128] });
-    const stat = await lstat(leftover).catch(() => null);
-    if (stat && !stat.isSymbolicLink()) await rm(leftover, { recursive: true, force: true });
+/** Removes `.restoring-*` worktrees and directories an interrupted attempt left in `parent`. */
+async function removeLeftovers(clone: SafeRepository | null, parent: ProvenDir): Promise<void> {
+  const names = (await parent.list()).map((e) => e.name).filter((n) => RESTORING.test(n));
+  for (const name of names) {
+    if (clone) await clone.git(["worktree", "remove", "--force", parent.join(name)], { okCodes: [0, 128] });
+    await discard(parent, name);
   }
   if (clone) await clone.git(["worktree", "prune"], { okCodes: [0] });
 }
@@ -210,21 +218,17 @@ export async function restoreCheckout(
   recipe: CheckoutRecipe,
   restore: CheckoutRestore,
 ): Promise<RestoreOutcome> {
-  const parentState = await realDirectoryBelow(deps.instanceRoot, path.dirname(recipe.path));
-  if (parentState === "unsafe") {
-    throw new RestoreRefused(
-      "unsafe_workspace_path",
-      `${path.dirname(recipe.path)} is not below the instance`,
-    );
-  }
-  if (await present(recipe.path)) {
+  // The clone first: a worktree's parent lies inside it (`<clone>/.paperclip/worktrees/`).
+  const clone = recipe.kind === "worktree" ? await ensureClone(deps, recipe) : null;
+  const parent = await placeBelow(deps, path.dirname(recipe.path));
+  const name = path.basename(recipe.path);
+  if ((await parent.lstatEntry(name)) !== null) {
     if (await matches(recipe, restore)) return "already_applied";
     throw new RestoreRefused("checkout_in_the_way", `${recipe.path} exists and is not the saved checkout`);
   }
-  await mkdir(path.dirname(recipe.path), { recursive: true });
-  const clone = recipe.kind === "worktree" ? await ensureClone(deps, recipe) : null;
-  await removeLeftovers(clone, recipe.path);
-  const staging = path.join(path.dirname(recipe.path), `.restoring-${randomUUID()}`);
+  await removeLeftovers(clone, parent);
+  const stagingName = `.restoring-${randomUUID()}`;
+  const staging = parent.join(stagingName);
   try {
     if (clone) {
       const start = await startingPoint(clone, recipe, restore, deps.signal);
@@ -243,14 +247,16 @@ export async function restoreCheckout(
       }
     }
     if (restore.kind === "point") await applyPoint(deps, staging, restore.point);
+    await parent.confirm();
     if (clone) await clone.git(["worktree", "move", staging, recipe.path]);
-    else await rename(staging, recipe.path);
+    else await parent.rename(stagingName, name);
   } catch (error) {
     if (clone)
       await clone
         .git(["worktree", "remove", "--force", staging], { okCodes: [0, 128] })
         .catch(() => undefined);
-    await rm(staging, { recursive: true, force: true });
+    await discard(parent, stagingName);
+    if (clone) await clone.git(["worktree", "prune"], { okCodes: [0] }).catch(() => undefined);
     if (error instanceof GitRestoreError && error.code === "RECLAIM_ERR_GIT_APPLY_BASE_MISSING") {
       throw new RestoreRefused("base_missing", error.message);
     }

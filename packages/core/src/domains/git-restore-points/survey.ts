@@ -13,11 +13,13 @@
  *    (`unexpected_git_layout`): expiration deletes the registration it names;
  *  - a nested checkout is a real directory with a `.git`; a worktree one must belong to a
  *    clone below the instance root and point back at itself the same way.
+ * Every directory listed or read below the instance root is reached level by level without
+ * following a link (fs/proven-path.ts), and rechecked after the walk.
  */
-import { lstat, readdir, readFile, realpath } from "node:fs/promises";
+import { realpath } from "node:fs/promises";
 import path from "node:path";
-import { errnoCode, openSafeRepository, type SafeRepository } from "@reclaim/shared";
-import { PathRefused, ProvenDir, treeStats } from "../../fs";
+import { openSafeRepository, type SafeRepository } from "@reclaim/shared";
+import { PathRefused, provenDirBelow, treeStats, type Identity, type ProvenDir } from "../../fs";
 
 export const NESTED_DIR = ".paperclip-repositories";
 const MAX_GITDIR_FILE_BYTES = 4096;
@@ -50,6 +52,8 @@ export type WorkspaceSurvey =
   | {
       state: "present";
       checkout: CheckoutSurvey;
+      /** The checkout directory's device and inode, as proven (the removal renames only it). */
+      identity: Identity;
       nested: NestedSurvey[];
       /** Nested entries that are not checkouts Reclaim can judge (they keep the workspace). */
       unknownNested: string[];
@@ -65,95 +69,59 @@ class Unsafe extends Error {
   }
 }
 
-/**
- * The directory `target`, proven level by level from `root` (fs/proven-dir.ts: no level is a
- * symbolic link); `missing` when a level does not exist, `unsafe` when one is a link or not a
- * directory, or `target` is not strictly below `root`.
- */
-export async function provenDirBelow(
-  root: string,
-  target: string,
-): Promise<ProvenDir | "missing" | "unsafe"> {
-  const rel = path.relative(root, target);
-  if (rel === "" || rel.startsWith("..") || path.isAbsolute(rel)) return "unsafe";
-  let dir = await ProvenDir.top(root).catch(() => null);
-  if (dir === null) return "missing";
-  try {
-    for (const part of rel.split(path.sep)) {
-      const next: ProvenDir | null = await dir.child(part);
-      if (next === null) return "missing";
-      dir = next;
-    }
-  } catch (error) {
-    if (error instanceof PathRefused) return "unsafe";
-    throw error;
-  }
-  return dir;
+/** The file `gitdir` of a worktree registration, read without following a link; null when unreadable. */
+async function readGitdirFile(realRoot: string, adminDir: string): Promise<string | null> {
+  const dir = await provenDirBelow(realRoot, adminDir);
+  if (typeof dir === "string") return null;
+  const read = await dir.readFile("gitdir", MAX_GITDIR_FILE_BYTES);
+  return read.status === "ok" ? read.data.toString("utf8").trim() : null;
 }
 
-export async function realDirectoryBelow(root: string, target: string): Promise<"ok" | "missing" | "unsafe"> {
-  const dir = await provenDirBelow(root, target);
-  return typeof dir === "string" ? dir : "ok";
-}
-
-async function readGitdirFile(file: string): Promise<string | null> {
-  try {
-    const stat = await lstat(file);
-    if (!stat.isFile() || stat.size > MAX_GITDIR_FILE_BYTES) return null;
-    return (await readFile(file, "utf8")).trim();
-  } catch (error) {
-    if (errnoCode(error) === "ENOENT") return null;
-    throw error;
-  }
-}
-
-/** Opens `dir` and checks its git directory is where Paperclip puts it (see the header). */
-export async function openCheckout(instanceRoot: string, dir: string): Promise<CheckoutSurvey> {
-  const dotGit = await lstat(path.join(dir, ".git")).catch(() => null);
-  if (dotGit === null) throw new Unsafe("not_a_git_checkout", `${dir} has no .git`);
-  if (dotGit.isSymbolicLink()) throw new Unsafe("unexpected_git_layout", `${dir}/.git is a symbolic link`);
+/** Opens the proven directory `dir` and checks its git directory is where Paperclip puts it (see the header). */
+export async function openCheckout(instanceRoot: string, dir: ProvenDir): Promise<CheckoutSurvey> {
+  const dotGit = await dir.lstatEntry(".git");
+  if (dotGit === null) throw new Unsafe("not_a_git_checkout", `${dir.path} has no .git`);
+  if (dotGit.isSymbolicLink())
+    throw new Unsafe("unexpected_git_layout", `${dir.path}/.git is a symbolic link`);
   let repo: SafeRepository;
   try {
-    repo = await openSafeRepository(dir);
+    repo = await openSafeRepository(dir.path);
   } catch (error) {
     throw new Unsafe("not_a_git_checkout", (error as Error).message);
   }
-  const real = await realpath(dir);
+  const real = await realpath(dir.path);
   if (repo.worktree !== real)
-    throw new Unsafe("unexpected_git_layout", `${dir} is not its repository's top level`);
+    throw new Unsafe("unexpected_git_layout", `${dir.path} is not its repository's top level`);
   const headRef = await repo
     .git(["symbolic-ref", "-q", "HEAD"], { okCodes: [0, 1] })
     .then((r) => (r.code === 0 ? r.stdout.toString().trim() : null));
   if (!repo.linked) {
     if (!dotGit.isDirectory() || repo.gitDir !== path.join(real, ".git") || repo.commonDir !== repo.gitDir) {
-      throw new Unsafe("unexpected_git_layout", `${dir}/.git is not the clone's own git directory`);
+      throw new Unsafe("unexpected_git_layout", `${dir.path}/.git is not the clone's own git directory`);
     }
-    return { path: dir, kind: "clone", repo, clone: dir, headRef };
+    return { path: dir.path, kind: "clone", repo, clone: dir.path, headRef };
   }
   // A linked worktree: its clone's git directory is `<clone>/.git`, below the instance root,
-  // and the registration points back at this checkout.
+  // and the registration `<clone>/.git/worktrees/<name>` points back at this checkout.
   const clone = path.dirname(repo.commonDir);
   const realRoot = await realpath(instanceRoot);
   if (
     path.basename(repo.commonDir) !== ".git" ||
-    (await realDirectoryBelow(realRoot, repo.commonDir)) !== "ok"
+    path.dirname(repo.gitDir) !== path.join(repo.commonDir, "worktrees")
   ) {
+    throw new Unsafe("unexpected_git_layout", `${repo.gitDir} is not a registration of a clone's .git`);
+  }
+  const back = await readGitdirFile(realRoot, repo.gitDir);
+  if (back === null) {
     throw new Unsafe(
       "unexpected_git_layout",
-      `${dir} belongs to ${repo.commonDir}, not a clone below the instance`,
+      `${dir.path} belongs to ${repo.gitDir}, not a registration of a clone below the instance`,
     );
   }
-  if (path.dirname(repo.gitDir) !== path.join(repo.commonDir, "worktrees")) {
-    throw new Unsafe("unexpected_git_layout", `${repo.gitDir} is not a registration of ${clone}`);
+  if (back !== path.join(dir.path, ".git") && back !== path.join(real, ".git")) {
+    throw new Unsafe("unexpected_git_layout", `${repo.gitDir}/gitdir names ${back}, not ${dir.path}/.git`);
   }
-  const back = await readGitdirFile(path.join(repo.gitDir, "gitdir"));
-  if (back !== path.join(dir, ".git") && back !== path.join(real, ".git")) {
-    throw new Unsafe(
-      "unexpected_git_layout",
-      `${repo.gitDir}/gitdir names ${back ?? "nothing"}, not ${dir}/.git`,
-    );
-  }
-  return { path: dir, kind: "worktree", repo, clone, headRef };
+  return { path: dir.path, kind: "worktree", repo, clone, headRef };
 }
 
 export async function surveyWorkspace(
@@ -161,9 +129,9 @@ export async function surveyWorkspace(
   cwd: string,
   signal?: AbortSignal,
 ): Promise<WorkspaceSurvey> {
-  const where = await realDirectoryBelow(instanceRoot, cwd);
-  if (where === "missing") return { state: "missing" };
-  if (where === "unsafe") {
+  const dir = await provenDirBelow(instanceRoot, cwd);
+  if (dir === "missing") return { state: "missing" };
+  if (dir === "unsafe") {
     return {
       state: "unsafe",
       reason: "unsafe_workspace_path",
@@ -171,28 +139,40 @@ export async function surveyWorkspace(
     };
   }
   try {
-    const checkout = await openCheckout(instanceRoot, cwd);
+    const checkout = await openCheckout(instanceRoot, dir);
     const nested: NestedSurvey[] = [];
     const unknownNested: string[] = [];
-    const nestedRoot = path.join(cwd, NESTED_DIR);
-    const rootKind = await lstat(nestedRoot).catch(() => null);
-    if (rootKind !== null && !rootKind.isDirectory()) unknownNested.push(NESTED_DIR);
-    const names = rootKind?.isDirectory() ? (await readdir(nestedRoot)).sort() : [];
-    for (const name of names) {
-      try {
-        const child = path.join(nestedRoot, name);
-        const stat = await lstat(child);
-        if (!stat.isDirectory()) throw new Unsafe("unexpected_git_layout", `${child} is not a directory`);
-        nested.push({ ...(await openCheckout(instanceRoot, child)), name });
-      } catch (error) {
-        if (!(error instanceof Unsafe)) throw error;
-        unknownNested.push(name);
+    const rootInfo = await dir.lstatEntry(NESTED_DIR);
+    if (rootInfo !== null && !rootInfo.isDirectory()) unknownNested.push(NESTED_DIR);
+    if (rootInfo?.isDirectory()) {
+      const nestedRoot = dir.childFrom(NESTED_DIR, rootInfo);
+      const entries = (await nestedRoot.list()).sort((a, b) =>
+        a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+      );
+      for (const entry of entries) {
+        try {
+          const info = await nestedRoot.lstatEntry(entry.name);
+          if (info === null || !info.isDirectory()) {
+            throw new Unsafe("unexpected_git_layout", `${nestedRoot.join(entry.name)} is not a directory`);
+          }
+          nested.push({
+            ...(await openCheckout(instanceRoot, nestedRoot.childFrom(entry.name, info))),
+            name: entry.name,
+          });
+        } catch (error) {
+          if (!(error instanceof Unsafe)) throw error;
+          unknownNested.push(entry.name);
+        }
       }
     }
     const { allocatedBytes } = await treeStats(cwd, signal);
-    return { state: "present", checkout, nested, unknownNested, allocatedBytes };
+    // Every level still the one proven: the walk and the reads above were of this tree.
+    await dir.recheck();
+    return { state: "present", checkout, identity: dir.identity, nested, unknownNested, allocatedBytes };
   } catch (error) {
     if (error instanceof Unsafe) return { state: "unsafe", reason: error.reason, detail: error.message };
+    if (error instanceof PathRefused)
+      return { state: "unsafe", reason: "unsafe_workspace_path", detail: error.message };
     throw error;
   }
 }
