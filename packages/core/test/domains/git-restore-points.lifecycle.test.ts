@@ -5,9 +5,13 @@
  * reopens fresh with the warning; open trees cost no checks before their deadline.
  */
 import { existsSync } from "node:fs";
-import { readFile, writeFile } from "node:fs/promises";
+import { readdir, readFile, writeFile } from "node:fs/promises";
+import { Readable } from "node:stream";
+import { buffer } from "node:stream/consumers";
 import path from "node:path";
-import { createLogger, FaultPoints } from "@reclaim/core";
+import { createLogger, FaultPoints, storageFor } from "@reclaim/core";
+import { StorageKey } from "@reclaim/shared";
+import { readPaperclipStorage } from "../../src/storage";
 import { startStack, waitFor, type Stack } from "@reclaim/testkit";
 import {
   addWorktree,
@@ -20,6 +24,7 @@ import {
   wakeIssue as wake,
   workspaceEntry as entryOf,
 } from "@reclaim/testkit/src/fixtures/git-workspaces";
+import { reopen } from "./git-restore-points.fixtures";
 
 const DAY = 86_400_000;
 
@@ -176,5 +181,37 @@ describe("the issues that use a workspace, idle expiration, fresh reopen", () =>
     expect(activity!.details).toEqual(
       expect.objectContaining({ outcome: "fresh", warning: reopened.body.warning }),
     );
+  });
+
+  it("a restore that fails leaves the workspace closed and answers failed with a reason; nothing is lost", async () => {
+    const t = await dirtyWorkspace(stack, "task-unreadable", { closedDaysAgo: 4 });
+    await wake(stack, t.project.companyId, t.issueId);
+    await waitFor(async () => !existsSync(t.wt), { what: "the worktree removed" });
+    const point = await stack.db.executionWorkspaceRestorePoint.findFirstOrThrow({
+      where: { executionWorkspaceId: t.ws, status: "active" },
+    });
+    // One byte of the stored object flipped (storage that went bad).
+    const storage = storageFor(readPaperclipStorage(stack.env));
+    const key = StorageKey.parse(point.storageKey);
+    const original = await buffer(await storage.get(key));
+    const damaged = Buffer.from(original);
+    const middle = damaged.length >> 1;
+    damaged[middle] = damaged[middle]! ^ 0xff;
+    await storage.put(key, Readable.from([damaged]), damaged.length);
+
+    const failed = await reopen(stack, t.project.companyId, t.ws);
+    expect(failed).toEqual(expect.objectContaining({ outcome: "failed", reason: "restore_failed" }));
+    const row = await stack.db.executionWorkspace.findUniqueOrThrow({ where: { id: t.ws } });
+    expect(row.status).toBe("archived");
+    // No checkout was left where the run would start, none half built beside it.
+    expect(existsSync(t.wt)).toBe(false);
+    expect((await readdir(path.dirname(t.wt))).filter((n) => n.startsWith(".restoring-"))).toEqual([]);
+    expect(await git(t.project.clone, ["worktree", "list", "--porcelain"])).not.toContain(".restoring-");
+
+    await storage.put(key, Readable.from([original]), original.length);
+    expect(await reopen(stack, t.project.companyId, t.ws)).toEqual(
+      expect.objectContaining({ outcome: "restored", path: t.wt }),
+    );
+    expect(await readFile(path.join(t.wt, "notes.md"), "utf8")).toBe("untracked\n");
   });
 });

@@ -103,6 +103,13 @@ async function reopenGitWorkspace(ctx: Ctx, tx: Tx, row: WorkspaceRow): Promise<
     return finish(ctx, tx, row, recipe.value, answer, used, fresh ? FRESH_WARNING : undefined, restoredFrom);
   } catch (error) {
     if (error instanceof RestoreRefused) return { outcome: "failed", path: row.cwd, reason: error.reason };
+    // The payload could not be read or applied (storage, seal, git): nothing was reactivated,
+    // the checkout being built was removed; the workspace stays closed and the run fails.
+    const code = (error as { code?: unknown }).code;
+    if (typeof code === "string" && code.startsWith("RECLAIM_ERR_")) {
+      ctx.log.warn("git workspace restore failed", { workspaceId: row.id, error });
+      return { outcome: "failed", path: row.cwd, reason: "restore_failed" };
+    }
     throw error;
   }
 }
@@ -133,7 +140,7 @@ async function how(
   }
   const manifest = manifestOf(point);
   if (manifest === null) throw new RestoreRefused("no_manifest", `restore point ${point.id} has no manifest`);
-  return { kind: "point", point: { storageKey: point.storageKey, manifest } };
+  return { kind: "point", point: { storageKey: point.storageKey, sha256: point.sha256, manifest } };
 }
 
 async function finish(

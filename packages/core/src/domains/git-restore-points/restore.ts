@@ -49,6 +49,8 @@ export class RestoreRefused extends Error {
 
 export interface StoredPoint {
   storageKey: string;
+  /** The sealed object's hash the ledger recorded when it was read back (null: none recorded). */
+  sha256: string | null;
   manifest: RestoreManifest;
 }
 
@@ -180,7 +182,10 @@ async function startingPoint(
 async function applyPoint(deps: RestoreDeps, target: string, point: StoredPoint): Promise<void> {
   await applyPayload(
     target,
-    () => open(deps.storage, StorageKey.parse(point.storageKey), deps.instanceKey),
+    () =>
+      open(deps.storage, StorageKey.parse(point.storageKey), deps.instanceKey, {
+        ...(point.sha256 ? { expectedSha256: point.sha256 } : {}),
+      }),
     point.manifest,
     { signal: deps.signal },
   );
