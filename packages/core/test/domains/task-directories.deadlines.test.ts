@@ -43,6 +43,7 @@ import {
   removed,
   task,
   TASK_ENV,
+  type Task,
 } from "@reclaim/testkit/src/fixtures/task-directories";
 import { createWorkerService, type WorkerService } from "@reclaim/worker/src/service";
 import { setDeletable } from "./native-session-backups.fixtures";
@@ -343,16 +344,20 @@ describe("a kept directory is checked again at its own deadline", () => {
     await removedAt(t, new Date(hour));
   });
 
-  it("an hour later when the workspace lifecycle lock was busy", async () => {
+  it.each([
+    [
+      "the workspace lifecycle lock",
+      "SELECT pg_advisory_xact_lock(hashtextextended('execution_workspace_lifecycle:' || $1::text, 0))",
+      (t: Task) => t.workspace,
+    ],
+    ["the issue's source lock", "SELECT id FROM issues WHERE id = $1::uuid FOR UPDATE", (t: Task) => t.issue],
+  ])("an hour later when %s was busy", async (_lock, sql, id) => {
     const t = await task(stack);
     const paperclip = new pg.Client({ connectionString: stack.database.url });
     await paperclip.connect();
     try {
       await paperclip.query("BEGIN");
-      await paperclip.query(
-        "SELECT pg_advisory_xact_lock(hashtextextended('execution_workspace_lifecycle:' || $1::text, 0))",
-        [t.workspace],
-      );
+      await paperclip.query(sql, [id(t)]);
       await closeEvent(stack, t);
       const kept = await keptWith(t, `ws:${t.workspace}`, "lock_busy");
       const hour = new Date(kept.report.startedAt).getTime() + HOUR;

@@ -15,6 +15,7 @@ import {
   exists,
   issueDirectory,
   removed,
+  reopen as reopenTask,
   snapshotOf,
   task,
   TASK_ENV,
@@ -91,12 +92,7 @@ describe("the orphan walk", () => {
       where: { executionWorkspaceId: t.workspace },
     });
     expect(rp.status).toBe("active");
-    const reopened = await stack.api(
-      "POST",
-      `/v1/companies/${t.company}/execution-workspaces/${t.workspace}/reopen?wait=60`,
-      { reason: "comment" },
-    );
-    expect(reopened.body.outcome).toBe("restored");
+    expect((await reopenTask(stack, t, "comment")).body.outcome).toBe("restored");
     expect(await readFile(path.join(t.dir, "reports", "summary.md"), "utf8")).toBe("# the only copy\n");
   });
 });

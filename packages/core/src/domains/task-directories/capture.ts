@@ -71,11 +71,17 @@ export async function restorePointKey(
   return key;
 }
 
+/** Fault points between the steps (packages/core/src/faults.ts): where a test damages the object. */
+export interface CaptureFaults {
+  hit(point: "task-directories.sealed" | "task-directories.read-back"): Promise<void>;
+}
+
 export async function captureDirectory(
   db: Db,
   storage: StorageProvider,
   instanceKey: InstanceKey,
   input: CaptureInput,
+  faults: CaptureFaults,
   signal?: AbortSignal,
 ): Promise<CaptureResult> {
   const { restorePoint } = await registerRestorePoint(
@@ -100,6 +106,7 @@ export async function captureDirectory(
       plaintextSize: input.plan.encodedSize,
     });
     const { treeDigest } = await summary;
+    await faults.hit("task-directories.sealed");
     const stored = await readBack(storage, restorePoint.storageKey);
     const header = stored.header.state === "read" ? stored.header : null;
     if (
@@ -111,6 +118,7 @@ export async function captureDirectory(
     ) {
       return { ok: false, reason: "restore_point_unverified", restorePointId: restorePoint.id };
     }
+    await faults.hit("task-directories.read-back");
     // Decoded once, completely, before anything is removed.
     await validateSnapshot(await open(storage, storageKey, instanceKey, { expectedSha256: sealed.sha256 }), {
       limits: SNAPSHOT_LIMITS,

@@ -173,6 +173,7 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
         plan: planned.plan,
         now: ctx.startedAt,
       },
+      ctx.faults,
       ctx.signal,
     );
     await ctx.faults.hit("task-directories.captured");
