@@ -214,4 +214,21 @@ describe("the issues that use a workspace, idle expiration, fresh reopen", () =>
     );
     expect(await readFile(path.join(t.wt, "notes.md"), "utf8")).toBe("untracked\n");
   });
+
+  it("reopens of several worktrees of one shared clone at once all restore (serialized per shared clone)", async () => {
+    const first = await dirtyWorkspace(stack, "task-together-0", { closedDaysAgo: 4 });
+    const all = [first];
+    for (let i = 1; i < 6; i++) {
+      all.push(
+        await dirtyWorkspace(stack, `task-together-${i}`, { closedDaysAgo: 4 }, { project: first.project }),
+      );
+    }
+    for (const t of all) await wake(stack, t.project.companyId, t.issueId);
+    await waitFor(async () => all.every((t) => !existsSync(t.wt)), { what: "the worktrees removed" });
+    await stack.idle();
+    const answers = await Promise.all(all.map((t) => reopen(stack, t.project.companyId, t.ws)));
+    expect(answers.map((a) => a.outcome)).toEqual(all.map(() => "restored"));
+    for (const t of all) expect(await readFile(path.join(t.wt, "notes.md"), "utf8")).toBe("untracked\n");
+    expect((await readdir(path.dirname(first.wt))).filter((n) => n.startsWith("."))).toEqual([]);
+  });
 });

@@ -12,6 +12,7 @@
  * row's lifecycle generation is the archive's: a reopen raised it, and the plan stops.
  */
 import os from "node:os";
+import path from "node:path";
 import { GitLocksBusy, type HeldGitLocks } from "@reclaim/shared";
 import type { Tx } from "../../db";
 import { dueFor, supersedeRestorePoint } from "../../restore-points";
@@ -36,6 +37,7 @@ import { LIMITS } from "./config";
 import type { ExpireContext, ExpireResult } from "./expire";
 import { RECIPE_KEY, readRecipe, readRemoval, REMOVAL_KEY, type Recipe, type Removal } from "./recipe";
 import { restoredFromManifests, storedManifest } from "./manifests";
+import { lockSharedClones } from "./queries";
 import { deleteAside, removeCheckout } from "./removal";
 import type { SavedPoint } from "./save";
 import { surveyWorkspace } from "./survey";
@@ -43,6 +45,14 @@ import { surveyWorkspace } from "./survey";
 export interface RemovalResult {
   state: "removed" | "stopped";
   reclaimedBytes: number;
+}
+
+/** The shared clones a removal touches: those holding its registrations (`<clone>/.git/worktrees/<name>`) and branches. */
+function clonesOf(plan: Removal): string[] {
+  return [
+    ...plan.registrations.map((r) => path.dirname(path.dirname(path.dirname(r.adminDir)))),
+    ...plan.branches.map((b) => b.clone),
+  ];
 }
 
 /** Runs `fn` holding the workspace lifecycle lock, while the row is still the archived one. */
@@ -81,6 +91,7 @@ export async function completeRemoval(
   if (current.state === "pending") {
     const pending = current;
     const step = await whileArchived(ctx, companyId, workspaceId, plan.lifecycleGeneration, async (tx) => {
+      await lockSharedClones(tx, clonesOf(pending));
       if (
         (await removeCheckout(ctx.instanceRoot, pending, ctx.faults, () => releaseAll(held))) === "replaced"
       )

@@ -102,3 +102,13 @@ export async function companyWorkspaces(
   );
   return rows.map((r) => r.id);
 }
+
+/**
+ * Waits for the locks of the shared clones `clones` (shared-clone-lock.sql), in path order;
+ * held until `tx` ends.
+ */
+export async function lockSharedClones(tx: Tx, clones: Iterable<string>): Promise<void> {
+  for (const clone of [...new Set(clones)].sort()) {
+    await tx.$queryRawUnsafe(sqlFile(__dirname, "shared-clone-lock.sql"), clone);
+  }
+}

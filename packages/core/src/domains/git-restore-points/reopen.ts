@@ -34,6 +34,7 @@ import {
 } from "../../workspaces";
 import type { GitRestorePointsConfig } from "./config";
 import { manifestOf, RESTORED_FROM_KEY } from "./manifests";
+import { lockSharedClones } from "./queries";
 import { readRecipe, readRemoval, RECIPE_KEY, REMOVAL_KEY, type CheckoutRecipe, type Recipe } from "./recipe";
 import { deleteAside, removeCheckout } from "./removal";
 import { restoreCheckout, RestoreRefused, type CheckoutRestore, type RestoreDeps } from "./restore";
@@ -61,6 +62,14 @@ async function reopenGitWorkspace(ctx: Ctx, tx: Tx, row: WorkspaceRow): Promise<
       reason: recipe.state === "invalid" ? "unknown_recipe" : "no_recipe",
     };
   }
+  // Re-adding worktrees, importing bundles and removing registrations are serialized per
+  // shared clone: every clone this reopen may touch, locked up front in path order.
+  await lockSharedClones(
+    tx,
+    [recipe.value.worktree, ...recipe.value.contents]
+      .filter((c) => c.kind === "worktree")
+      .map((c) => c.clone),
+  );
   const removal = readRemoval(metadata);
   if (removal.state === "ok" && removal.value.lifecycleGeneration === lifecycleGeneration(row.metadata)) {
     const plan = removal.value;
