@@ -28,28 +28,45 @@ import { reopen } from "./git-restore-points.fixtures";
 
 const DAY = 86_400_000;
 
+/** When the workspace is looked at again, from now (ms). */
+async function nextLookIn(stack: Stack, ws: string): Promise<number | null> {
+  const item = await stack.db.reclaimItemDeadline.findUniqueOrThrow({
+    where: { domain_itemId: { domain: DOMAIN, itemId: ws } },
+  });
+  return item.dueAt === null ? null : item.dueAt.getTime() - Date.now();
+}
+
 describe("rollback", () => {
   let stack: Stack;
   let target: string | null = null;
-  afterAll(async () => stack?.stop());
-
-  it("a change made between the capture and the locked verification rolls back and keeps the worktree", async () => {
+  let failAfterArchive = false;
+  beforeAll(async () => {
     stack = await startStack({
       env: gitEnv(true),
       log: createLogger("error"),
-      // After the restore point was sealed and read back, before the verification under the
-      // locks: an agent writes a file directly (git's lock files do not stop that).
       faults: FaultPoints.of({
+        // After the restore point was sealed and read back, before the verification under the
+        // locks: an agent writes a file directly (git's lock files do not stop that).
         "git-restore-points.saved": async () => {
           if (target) await writeFile(path.join(target, "late.txt"), "written after the capture\n");
         },
+        // After the archive committed, before the rename: the expiration stops there.
+        "git-restore-points.archived": () => {
+          if (failAfterArchive) throw new Error("stopped after the archive");
+        },
       }),
     });
+  });
+  afterAll(async () => stack?.stop());
+
+  it("a change made between the capture and the locked verification rolls back and keeps the worktree", async () => {
     const { project, wt, issueId, ws } = await dirtyWorkspace(stack, "task-rollback", { closedDaysAgo: 5 });
     target = wt;
     await wake(stack, project.companyId, issueId);
     const entry = await entryOf(stack, project.companyId, ws, "rolled_back");
     expect(entry.reason).toBe("worktree_changed");
+    // Something is writing into it: captured afresh in 15 minutes.
+    expect(Math.abs((await nextLookIn(stack, ws))! - 15 * 60_000)).toBeLessThan(120_000);
     expect(await readFile(path.join(wt, "late.txt"), "utf8")).toBe("written after the capture\n");
     expect(await readFile(path.join(wt, "notes.md"), "utf8")).toBe("untracked\n");
     const row = await stack.db.executionWorkspace.findUniqueOrThrow({ where: { id: ws } });
@@ -63,6 +80,47 @@ describe("rollback", () => {
     expect(["delete_requested", "deleted"]).toContain(points[0]!.status);
     // No git lock file is left behind: the agent's git works.
     await git(wt, ["add", "late.txt"]);
+    target = null;
+  });
+
+  it("a checkout changed after the archive and before its removal is never removed: the workspace is made active again", async () => {
+    const { project, wt, issueId, ws } = await dirtyWorkspace(stack, "task-late-change", {
+      closedDaysAgo: 5,
+    });
+    failAfterArchive = true;
+    try {
+      await wake(stack, project.companyId, issueId);
+      expect(await entryOf(stack, project.companyId, ws, "failed")).toEqual(
+        expect.objectContaining({ reason: "expiration_failed" }),
+      );
+    } finally {
+      failAfterArchive = false;
+    }
+    const archived = await stack.db.executionWorkspace.findUniqueOrThrow({ where: { id: ws } });
+    expect(archived.status).toBe("archived");
+    expect((archived.metadata as Record<string, { state?: string }>).gitCacheExpirationRemoval?.state).toBe(
+      "pending",
+    );
+    // The run that asked for nothing: an agent still writes into the archived worktree.
+    await writeFile(path.join(wt, "after-archive.txt"), "written after the archive\n");
+    await wake(stack, project.companyId, issueId);
+    expect(await entryOf(stack, project.companyId, ws, "rolled_back")).toEqual(
+      expect.objectContaining({ reason: "worktree_changed" }),
+    );
+    expect(Math.abs((await nextLookIn(stack, ws))! - 15 * 60_000)).toBeLessThan(120_000);
+    expect(await readFile(path.join(wt, "after-archive.txt"), "utf8")).toBe("written after the archive\n");
+    expect(await readFile(path.join(wt, "notes.md"), "utf8")).toBe("untracked\n");
+    const row = await stack.db.executionWorkspace.findUniqueOrThrow({ where: { id: ws } });
+    expect(row.status).toBe("active");
+    const metadata = row.metadata as Record<string, unknown>;
+    expect(metadata.gitCacheRestoration).toBeUndefined();
+    expect(metadata.gitCacheExpirationRemoval).toBeUndefined();
+    for (const p of await stack.db.executionWorkspaceRestorePoint.findMany({
+      where: { executionWorkspaceId: ws },
+    })) {
+      expect(["superseded", "deleted"]).toContain(p.status);
+    }
+    await git(wt, ["add", "after-archive.txt"]);
   });
 });
 

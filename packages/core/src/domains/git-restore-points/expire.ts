@@ -262,7 +262,8 @@ export async function expireWorkspace(
         detail: error.message,
         candidateBytes: 0,
         reclaimedBytes: 0,
-        next: { dueAt: null, reason: error.reason },
+        // Something is changing the worktree: looked at again (captured afresh) in 15 minutes.
+        next: { dueAt: retryAt(), reason: error.reason },
       };
     }
     throw error;

@@ -176,7 +176,8 @@ export async function resumeRemoval(
             outcome: "rolled_back",
             reason: "worktree_changed",
             detail: changed.difference,
-            next: { dueAt: new Date(ctx.now().getTime()), reason: "rolled_back" },
+            // Active again and still due: captured afresh in 15 minutes (something is writing).
+            next: { dueAt: retry, reason: "rolled_back" },
           };
         }
       }
