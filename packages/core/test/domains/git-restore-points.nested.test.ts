@@ -123,9 +123,14 @@ describe("restore-point mode", () => {
     expect(worktrees).toContain(other);
     expect(await git(lib.clone, ["for-each-ref", "--format=%(refname)", "refs/heads/paperclip/n1"])).toBe("");
     expect((await git(lib.clone, ["rev-parse", "refs/heads/paperclip/n2/main"])).trim()).toBe(otherTip);
+    const config = await git(lib.clone, ["config", "--list", "--local"]);
+    expect(config).not.toContain("branch.paperclip/n1/main.");
+    expect(config).toContain("branch.paperclip/n2/main.merge=refs/heads/main");
 
     const first = await reopen(stack, t.project.companyId, t.ws);
     expect(first).toEqual(expect.objectContaining({ outcome: "restored", path: t.wt }));
+    // The upstream comes back from the recipe (the branch's configuration went with it).
+    expect((await git(nestedWt, ["rev-parse", "--abbrev-ref", "@{upstream}"])).trim()).toBe("origin/main");
     expect([
       await checkoutFacts(t.wt),
       await checkoutFacts(nestedWt),
@@ -167,6 +172,7 @@ describe("restore-point mode", () => {
     );
     expect([await checkoutFacts(t.wt), await checkoutFacts(nestedWt)]).toEqual(before);
     expect(existsSync(path.join(t.project.clone, ".git"))).toBe(true);
+    expect((await git(nestedWt, ["rev-parse", "--abbrev-ref", "@{upstream}"])).trim()).toBe("origin/main");
   });
 
   it("the blocking rules of nested checkouts keep the workspace, each with its reason", async () => {

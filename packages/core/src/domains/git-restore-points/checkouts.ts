@@ -27,6 +27,8 @@ export interface Judged {
   reproducible: boolean;
   /** The manifest it was last restored from, passed to every capture of it (manifests.ts). */
   restoredFrom?: RestoreManifest;
+  /** The branch's upstream (`refs/remotes/origin/<branch>`), recorded for the reopen; null when none. */
+  upstream: string | null;
 }
 
 export type Judgement =
@@ -98,6 +100,7 @@ export async function judgeCheckouts(
       capture: inspection.capture,
       reproducible: inspection.verdict === "reproducible",
       restoredFrom,
+      upstream: await upstreamOf(survey),
     });
     return null;
   };
@@ -132,6 +135,14 @@ export async function judgeCheckouts(
     return blocked;
   }
   return { state: "judged", checkouts: judged };
+}
+
+/** The checked-out branch's upstream as a full ref name (`refs/remotes/origin/main`), or null. */
+async function upstreamOf(survey: CheckoutSurvey): Promise<string | null> {
+  if (survey.headRef === null) return null;
+  const r = await survey.repo.git(["for-each-ref", "--format=%(upstream)", survey.headRef], { okCodes: [0] });
+  const ref = r.stdout.toString().trim();
+  return ref.startsWith("refs/remotes/") ? ref : null;
 }
 
 async function originOf(survey: CheckoutSurvey): Promise<string | null> {

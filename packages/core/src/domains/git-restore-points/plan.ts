@@ -18,6 +18,7 @@ function checkoutRecipe(j: Judged, saved: Map<Judged, SavedPoint>): CheckoutReci
     headRef: j.capture.preview.head.ref,
     head: j.capture.preview.head.oid,
     restorePointId: saved.get(j)?.restorePointId ?? null,
+    upstream: j.upstream,
   };
 }
 

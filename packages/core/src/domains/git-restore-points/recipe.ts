@@ -37,6 +37,11 @@ const checkout = z.object({
   head: oid,
   /** Null: the remote reproduced it exactly. */
   restorePointId: z.uuid().nullable(),
+  /**
+   * The branch's upstream when it expired (`refs/remotes/origin/<branch>`): the reopen sets it
+   * again from here, not from the branch name (spec, "Nested project repository worktrees").
+   */
+  upstream: z.string().nullable().default(null),
 });
 
 export const recipeSchema = z.object({

@@ -80,7 +80,13 @@ async function deleteBranch(clone: string, ref: string, oid: string): Promise<vo
   const repo = await openSafeRepository(clone).catch(() => null);
   if (repo === null) return;
   // Exit 1: the ref is elsewhere or gone: it is not ours to delete any more.
-  await repo.git(["update-ref", "-d", ref, oid], { okCodes: [0, 1, 128] });
+  const deleted = await repo.git(["update-ref", "-d", ref, oid], { okCodes: [0, 1, 128] });
+  // Its configuration (upstream) goes with it; the reopen sets it again from the recipe.
+  if (deleted.code === 0 && ref.startsWith("refs/heads/")) {
+    await repo.git(["config", "--remove-section", `branch.${ref.slice("refs/heads/".length)}`], {
+      okCodes: [0, 1, 5, 128],
+    });
+  }
 }
 
 /**

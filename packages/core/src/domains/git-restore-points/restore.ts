@@ -211,6 +211,19 @@ async function matches(recipe: CheckoutRecipe, restore: CheckoutRestore): Promis
   return restore.kind === "fresh" || head === recipe.head;
 }
 
+/**
+ * The branch tracks the upstream the recipe recorded again (a re-cloned shared clone, or a
+ * fresh clone, has no branch configuration). Best effort: a remote-tracking ref that is gone
+ * leaves the branch without one, which never loses work.
+ */
+async function setUpstream(recipe: CheckoutRecipe): Promise<void> {
+  if (recipe.headRef === null || !recipe.upstream) return;
+  const repo = await openSafeRepository(recipe.path);
+  const branch = recipe.headRef.replace(/^refs\/heads\//, "");
+  if ((await refOid(repo, recipe.upstream)) === null) return;
+  await repo.git(["branch", "-q", `--set-upstream-to=${recipe.upstream}`, branch], { okCodes: [0, 1, 128] });
+}
+
 export type RestoreOutcome = "restored" | "already_applied" | "fresh";
 
 export async function restoreCheckout(
@@ -250,6 +263,7 @@ export async function restoreCheckout(
     await parent.confirm();
     if (clone) await clone.git(["worktree", "move", staging, recipe.path]);
     else await parent.rename(stagingName, name);
+    await setUpstream(recipe);
   } catch (error) {
     if (clone)
       await clone
