@@ -58,12 +58,11 @@ export const reopenRoute = route({
         field: "workspaceId",
       });
     }
-    const jobId = await deps.reopens.enqueue({
-      companyId: params.companyId,
-      workspaceId: params.workspaceId,
-      reason: body.reason,
-    });
     const waitSeconds = query.wait ?? 0;
+    const jobId = await deps.reopens.enqueue(
+      { companyId: params.companyId, workspaceId: params.workspaceId, reason: body.reason },
+      { listen: waitSeconds > 0 },
+    );
     const result = waitSeconds > 0 ? await deps.reopens.waitForResult(jobId, waitSeconds * 1000) : null;
     return result ? { status: 200, body: { jobId, ...result } } : { status: 202, body: { jobId } };
   },

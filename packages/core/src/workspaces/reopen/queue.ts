@@ -24,7 +24,7 @@ export type ReopenJobState = "waiting" | "delayed" | "active" | "completed" | "f
 
 export class ReopenQueue {
   private readonly queue: Queue<ReopenRequest, ReopenResult>;
-  private events: { events: QueueEvents; connection: Redis } | null = null;
+  private events: Promise<{ events: QueueEvents; connection: Redis }> | null = null;
 
   constructor(
     private readonly redis: Redis,
@@ -33,7 +33,12 @@ export class ReopenQueue {
     this.queue = new Queue<ReopenRequest, ReopenResult>(REOPEN_QUEUE, { connection: redis, prefix });
   }
 
-  async enqueue(request: ReopenRequest): Promise<string> {
+  /**
+   * Adds the reopen job. With `listen`, the finished-job stream is being read before the job
+   * exists, so `waitForResult` cannot miss a job that finishes at once.
+   */
+  async enqueue(request: ReopenRequest, options: { listen?: boolean } = {}): Promise<string> {
+    if (options.listen) await this.listening();
     const jobId = `${REOPEN_JOB_PREFIX}${request.workspaceId}--${randomUUID()}`;
     await this.queue.add("reopen", request, {
       jobId,
@@ -47,21 +52,35 @@ export class ReopenQueue {
     return jobId;
   }
 
+  /**
+   * The finished-job stream, read from the last event it held when first asked for: a
+   * QueueEvents started at '$' misses what is added between its start and its first blocking
+   * read, so a job that finished in that gap was never answered.
+   */
+  private listening(): Promise<{ events: QueueEvents; connection: Redis }> {
+    this.events ??= (async () => {
+      const last = (await this.redis.xrevrange(this.queue.toKey("events"), "+", "-", "COUNT", 1))[0]?.[0];
+      // Blocking reads of the finished-job stream need a connection of their own.
+      const connection = this.redis.duplicate();
+      const events = new QueueEvents(REOPEN_QUEUE, {
+        connection,
+        prefix: this.prefix,
+        lastEventId: last ?? "0-0",
+      });
+      await events.waitUntilReady();
+      return { events, connection };
+    })();
+    return this.events;
+  }
+
   /** The finished result within `waitMs`, or null (still queued or running). */
   async waitForResult(jobId: string, waitMs: number): Promise<ReopenResult | null> {
     const job = await this.queue.getJob(jobId);
     if (!job) return null;
-    if (!this.events) {
-      // Blocking reads of the finished-job stream need a connection of their own.
-      const connection = this.redis.duplicate();
-      this.events = {
-        connection,
-        events: new QueueEvents(REOPEN_QUEUE, { connection, prefix: this.prefix }),
-      };
-    }
-    await this.events.events.waitUntilReady();
+    const { events } = await this.listening();
     try {
-      return (await job.waitUntilFinished(this.events.events, waitMs)) as ReopenResult;
+      // waitUntilFinished also reads the job's state once it listens, for a job already done.
+      return (await job.waitUntilFinished(events, waitMs)) as ReopenResult;
     } catch (error) {
       if (String((error as Error).message).includes("timed out")) return null;
       throw error;
@@ -82,8 +101,9 @@ export class ReopenQueue {
 
   async close(): Promise<void> {
     if (this.events) {
-      await this.events.events.close();
-      await closeRedis(this.events.connection);
+      const { events, connection } = await this.events;
+      await events.close();
+      await closeRedis(connection);
     }
     await this.queue.close();
   }
