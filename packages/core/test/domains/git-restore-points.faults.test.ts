@@ -5,7 +5,7 @@
  * (`node apps/worker/src/main.ts`) killed by fault points (packages/core/src/faults.ts).
  */
 import { existsSync } from "node:fs";
-import { readFile, writeFile } from "node:fs/promises";
+import { readdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { spawnService, startStack, waitFor, type ServiceProcess, type Stack } from "@reclaim/testkit";
 import {
@@ -14,9 +14,11 @@ import {
   gitEnv,
   insertGitWorkspace,
   insertIssue,
+  insertProjectRepository,
   makeProject,
 } from "@reclaim/testkit/src/fixtures/git-workspaces";
 import { repoFacts } from "../../../shared/test/git/round-trip";
+import { addNestedClone, checkoutFacts } from "./git-restore-points.fixtures";
 
 const POINTS = [
   "git-restore-points.registered",
@@ -116,4 +118,93 @@ it.each(POINTS)(
     await healthy.exited;
   },
   150_000,
+);
+
+/**
+ * Rule: SIGKILL of the worker during a reopen loses nothing either. Killed after the checkout
+ * was built and applied beside its path (`staged`), or after the main checkout was moved into
+ * place and before its nested checkout and the reactivation (`restored`): the workspace stays
+ * closed with its verified active restore points, and the retried reopen (another worker picks
+ * the job up) brings back every byte of the checkout and its nested clone, with no
+ * `.restoring-*` checkout or registration left behind.
+ */
+it.each(["git-restore-points.staged", "git-restore-points.restored"])(
+  "a reopen killed at %s keeps the restore points, and the retried reopen brings back every byte",
+  async (point) => {
+    const project = await makeProject(stack.instanceRoot);
+    const branch = `reopen-${point.split(".")[1]}`;
+    const wt = await addWorktree(project, branch);
+    await writeFile(path.join(wt, "work.txt"), "unpushed\n");
+    await git(wt, ["add", "work.txt"]);
+    await git(wt, ["commit", "-q", "-m", "unpushed"]);
+    await writeFile(path.join(wt, "notes.md"), "untracked\n");
+    await writeFile(path.join(wt, "README.md"), "changed\n");
+    const lib = await makeProject(
+      stack.instanceRoot,
+      { "lib.ts": "export {};\n" },
+      { companyId: project.companyId },
+    );
+    await insertProjectRepository(stack.db, project, project.remote);
+    await insertProjectRepository(stack.db, project, lib.remote);
+    const nested = await addNestedClone(lib, wt, "lib-1");
+    await writeFile(path.join(nested, "lib.ts"), "export const n = 1;\n");
+    await git(nested, ["commit", "-q", "-am", "nested unpushed"]);
+    const before = [await checkoutFacts(wt), await checkoutFacts(nested)];
+    const issue = await insertIssue(stack.db, project.companyId, { closedDaysAgo: 5 });
+    const ws = await insertGitWorkspace(stack.db, { project, cwd: wt, branch, sourceIssueId: issue });
+
+    const expiring = worker();
+    await expiring.waitForOutput(/"msg":"worker ready"/);
+    await stack.api("POST", "/v1/events", {
+      events: [{ type: "issue.changed", companyId: project.companyId, issueId: issue }],
+    });
+    await waitFor(
+      async () => {
+        const row = await stack.db.executionWorkspace.findUniqueOrThrow({ where: { id: ws } });
+        const m = (row.metadata ?? {}) as Record<string, unknown>;
+        return row.status === "archived" && m.gitCacheExpirationRemoval === null && !existsSync(wt);
+      },
+      { what: "the expiration", timeoutMs: 90_000 },
+    );
+    expect(await activePoints(ws)).toBe(2);
+    expiring.kill("SIGTERM");
+    await expiring.exited;
+
+    const marker = path.join(stack.instanceRoot, `marker-${branch}`);
+    const doomed = worker({ RECLAIM_FAULT_POINTS: `${point}=kill`, RECLAIM_FAULT_MARKER: marker });
+    await doomed.waitForOutput(/"msg":"worker ready"/);
+    const queued = await stack.api(
+      "POST",
+      `/v1/companies/${project.companyId}/execution-workspaces/${ws}/reopen`,
+      { reason: "run" },
+    );
+    expect(queued.status).toBe(202);
+    expect((await doomed.exited).signal).toBe("SIGKILL");
+    expect(await readFile(marker, "utf8")).toBe(`${point}\n`);
+    // Nothing is lost at the moment of the kill: still closed, both restore points active.
+    const closed = await stack.db.executionWorkspace.findUniqueOrThrow({ where: { id: ws } });
+    expect(closed.status).toBe("archived");
+    expect(await activePoints(ws)).toBe(2);
+
+    const healthy = worker();
+    const finished = await waitFor(
+      async () => {
+        const job = await stack.api("GET", `/v1/jobs/${queued.body.jobId}`);
+        return job.body.state === "completed" ? job.body : null;
+      },
+      { what: "the retried reopen", timeoutMs: 120_000 },
+    );
+    expect(["restored", "already_applied"]).toContain(finished.result.outcome);
+    expect(finished.result.path).toBe(wt);
+    expect([await checkoutFacts(wt), await checkoutFacts(nested)]).toEqual(before);
+    const row = await stack.db.executionWorkspace.findUniqueOrThrow({ where: { id: ws } });
+    expect(row.status).toBe("active");
+    expect(await activePoints(ws)).toBe(0);
+    expect((await readdir(path.dirname(wt))).filter((n) => n.startsWith("."))).toEqual([]);
+    expect((await readdir(path.dirname(nested))).filter((n) => n.startsWith("."))).toEqual([]);
+    expect(await git(project.clone, ["worktree", "list", "--porcelain"])).not.toContain(".restoring-");
+    healthy.kill("SIGTERM");
+    await healthy.exited;
+  },
+  240_000,
 );

@@ -85,6 +85,7 @@ async function reopenGitWorkspace(ctx: Ctx, tx: Tx, row: WorkspaceRow): Promise<
     instanceRoot: ctx.instanceRoot,
     storage: storageFor(ctx.config.storage),
     instanceKey: await loadInstanceKey(ctx.config.instanceKey),
+    faults: ctx.faults,
   };
   const used: string[] = [];
   /** Nested checkout name -> the restore point it was restored from (manifests.ts). */

@@ -32,6 +32,7 @@ import {
   type SafeRepository,
   type StorageProvider,
 } from "@reclaim/shared";
+import type { FaultPoints } from "../../faults";
 import { ensureDirBelow, PathRefused, removeRetired, retire, UUID_PATTERN, type ProvenDir } from "../../fs";
 import type { CheckoutRecipe } from "./recipe";
 
@@ -57,6 +58,8 @@ export interface RestoreDeps {
   storage: StorageProvider;
   instanceKey: InstanceKey;
   signal?: AbortSignal;
+  /** `git-restore-points.staged` (built and applied beside its path), `.restored` (moved into place). */
+  faults?: FaultPoints;
 }
 
 export type CheckoutRestore =
@@ -260,10 +263,12 @@ export async function restoreCheckout(
       }
     }
     if (restore.kind === "point") await applyPoint(deps, staging, restore.point);
+    await deps.faults?.hit("git-restore-points.staged");
     await parent.confirm();
     if (clone) await clone.git(["worktree", "move", staging, recipe.path]);
     else await parent.rename(stagingName, name);
     await setUpstream(recipe);
+    await deps.faults?.hit("git-restore-points.restored");
   } catch (error) {
     if (clone)
       await clone
