@@ -6,6 +6,7 @@ import { Redis } from "ioredis";
 import pg from "pg";
 import { createWorkerService } from "../../apps/worker/src/service";
 import { silentLogger, type AnyDomain, type DomainId, type Logger } from "../../packages/core/src";
+import { statementsSent } from "../support";
 import { BARE_QUEUE, FLOOR_QUEUE, NOOP_ID, noopDomain, type ChildMode } from "./fleet";
 
 const mode = process.env.BENCH_CHILD_MODE as ChildMode;
@@ -16,6 +17,7 @@ const prefix = process.env.BENCH_CHILD_PREFIX!;
 
 let finished = 0;
 let cpuAtStart: NodeJS.CpuUsage | undefined;
+let statementsAtStart = 0;
 let reported = 0;
 const reporter = setInterval(() => {
   if (finished !== reported) process.send!({ type: "count", count: (reported = finished) });
@@ -96,10 +98,15 @@ start().then(
       if (message.type !== "stop") return;
       clearInterval(reporter);
       const cpu = process.cpuUsage(cpuAtStart);
-      process.send!({ type: "cpu", micros: cpu.user + cpu.system });
+      process.send!({
+        type: "cpu",
+        micros: cpu.user + cpu.system,
+        statements: statementsSent() - statementsAtStart,
+      });
       void stop().then(() => process.exit(0));
     });
     cpuAtStart = process.cpuUsage();
+    statementsAtStart = statementsSent();
     process.send!({ type: "ready" });
   },
   (error: unknown) => {

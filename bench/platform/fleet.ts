@@ -17,7 +17,7 @@ import { Redis } from "ioredis";
 import pg from "pg";
 import { defineDomain, silentLogger, type AnyDomain, type DomainId } from "../../packages/core/src";
 import { createScheduler, type SchedulerService } from "../../apps/scheduler/src/service";
-import { REDIS_URL, time } from "../support";
+import { REDIS_URL, statementsSent, time } from "../support";
 
 /** A reserved id that no real domain implements yet carries the no-op domain. */
 export const NOOP_ID: DomainId = "nested-clone-migration";
@@ -62,8 +62,8 @@ export interface Fleet {
   finished(): number;
   /** Resolves once `n` jobs finished (fails after `timeoutMs`, default 10 minutes). */
   waitFor(n: number, timeoutMs?: number): Promise<void>;
-  /** Stops the children; resolves with the CPU time (µs) they used since they were ready. */
-  stop(): Promise<number>;
+  /** Stops the children: the CPU time (µs) they used and the SQL statements they sent since ready. */
+  stop(): Promise<{ cpu: number; statements: number }>;
 }
 
 export async function startFleet(options: FleetOptions): Promise<Fleet> {
@@ -123,21 +123,26 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
             };
           }),
     async stop() {
-      const cpu = await Promise.all(
+      const used = await Promise.all(
         children.map(
           (child) =>
-            new Promise<number>((resolve) => {
-              let micros = 0;
-              child.on("message", (message: { type: string; micros?: number }) => {
-                if (message.type === "cpu") micros = message.micros!;
+            new Promise<{ cpu: number; statements: number }>((resolve) => {
+              const spent = { cpu: 0, statements: 0 };
+              child.on("message", (message: { type: string; micros?: number; statements?: number }) => {
+                if (message.type !== "cpu") return;
+                spent.cpu = message.micros!;
+                spent.statements = message.statements!;
               });
               child.removeAllListeners("exit");
-              child.on("exit", () => resolve(micros));
+              child.on("exit", () => resolve(spent));
               child.send({ type: "stop" });
             }),
         ),
       );
-      return cpu.reduce((a, b) => a + b, 0);
+      return {
+        cpu: used.reduce((a, b) => a + b.cpu, 0),
+        statements: used.reduce((a, b) => a + b.statements, 0),
+      };
     },
   };
 }
@@ -155,6 +160,9 @@ export interface Measured {
   /** CPU per job (µs) of the worker processes, and of this process (producer, scheduler). */
   workerCpu: number;
   mainCpu: number;
+  /** SQL statements per job (BEGIN and COMMIT included) sent by the workers and by this process. */
+  workerStatements: number;
+  mainStatements: number;
 }
 
 /** Throughput of a fleet of `mode` workers over `n` jobs; `submit` hands them the jobs. */
@@ -166,9 +174,11 @@ export async function measure(
 ): Promise<Measured> {
   const fleet = await startFleet({ ...setup, mode, redisUrl: REDIS_URL });
   const cpu = process.cpuUsage();
+  const statements = statementsSent();
   let ms: number;
   let main: NodeJS.CpuUsage;
-  let workers: number;
+  let mainStatements: number;
+  let workers: { cpu: number; statements: number };
   try {
     ms = (
       await time(async () => {
@@ -178,9 +188,16 @@ export async function measure(
     ).ms;
   } finally {
     main = process.cpuUsage(cpu);
+    mainStatements = statementsSent() - statements;
     workers = await fleet.stop();
   }
-  return { rate: n / (ms / 1000), workerCpu: workers / n, mainCpu: (main.user + main.system) / n };
+  return {
+    rate: n / (ms / 1000),
+    workerCpu: workers.cpu / n,
+    mainCpu: (main.user + main.system) / n,
+    workerStatements: workers.statements / n,
+    mainStatements: mainStatements / n,
+  };
 }
 
 /** Hands `n` jobs to the bare or floor fleet: one addBulk, as a producer would. */
