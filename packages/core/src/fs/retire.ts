@@ -95,6 +95,14 @@ export class LeftoverDeleteFailed extends Error {
 /** Deletes the tree `retired` of `dir`, which carries a retired name; returns the allocated bytes it held. */
 export async function removeRetired(dir: ProvenDir, retired: string): Promise<number> {
   if (!retiredPrefixOf(retired)) throw new Error(`BUG: ${retired} does not carry a retired name`);
+  // Before anything below it is looked at: a level replaced by a link since `dir` was proven
+  // would lead the walk (treeStats lists every directory) into the link's target.
+  try {
+    await dir.confirm();
+  } catch (error) {
+    if (error instanceof PathRefused && error.reason === "missing") return 0;
+    throw error;
+  }
   const info = await dir.lstatEntry(retired);
   if (info === null) return 0;
   if (info.isSymbolicLink()) throw new PathRefused("symlink", dir.join(retired));

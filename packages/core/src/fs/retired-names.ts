@@ -6,16 +6,25 @@
  *   .expired   decided: delete (native sync folders, session backups, evidence)
  *   .trash     decided: delete, under a separate lock (skill version caches)
  *   .retiring  provisional: a final check decides between `.expired` and undoing the rename
+ *   .restoring a restore's staging tree beside its target (deleted when it was not renamed in)
+ * The random part is a UUID, or (`retiredName(prefix, "short")`) 24 hex digits where the
+ * sibling's name must be no longer than the UUID-named tree it stands in for (task
+ * directories: a path that fit before still fits while it is renamed).
  */
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { UUID_PATTERN } from "./names";
 
-export type RetiredPrefix = ".expired" | ".trash" | ".retiring";
+export type RetiredPrefix = ".expired" | ".trash" | ".retiring" | ".restoring";
 
-const RETIRED = new RegExp(`^(\\.expired|\\.trash|\\.retiring)-${UUID_PATTERN}$`);
+const SHORT_HEX = 24;
+const RETIRED = new RegExp(
+  `^(\\.expired|\\.trash|\\.retiring|\\.restoring)-(?:${UUID_PATTERN}|[0-9a-f]{${SHORT_HEX}})$`,
+);
 
-export function retiredName(prefix: RetiredPrefix): string {
-  return `${prefix}-${randomUUID()}`;
+export function retiredName(prefix: RetiredPrefix, form: "uuid" | "short" = "uuid"): string {
+  return form === "uuid"
+    ? `${prefix}-${randomUUID()}`
+    : `${prefix}-${randomBytes(SHORT_HEX / 2).toString("hex")}`;
 }
 
 export function retiredPrefixOf(name: string): RetiredPrefix | null {

@@ -7,9 +7,9 @@
  */
 import { open, utimes } from "node:fs/promises";
 import path from "node:path";
-import { FaultPoints } from "@reclaim/core";
 import { startStack, waitFor, type Stack } from "@reclaim/testkit";
 import {
+  actionsAt,
   closeEvent as close,
   exists,
   snapshotOf,
@@ -21,23 +21,13 @@ import {
 
 let stack: Stack;
 /** What a test does at a fault point (once): touch the directory, damage the stored object. */
-const at: Record<string, (() => Promise<void>) | undefined> = {};
-const once = (point: string) => async () => {
-  const action = at[point];
-  delete at[point];
-  await action?.();
-};
+const { at, faults } = actionsAt([
+  "task-directories.before-recheck",
+  "task-directories.sealed",
+  "task-directories.read-back",
+]);
 beforeAll(async () => {
-  stack = await startStack({
-    env: ENV,
-    faults: FaultPoints.of(
-      Object.fromEntries(
-        ["task-directories.before-recheck", "task-directories.sealed", "task-directories.read-back"].map(
-          (p) => [p, once(p)],
-        ),
-      ),
-    ),
-  });
+  stack = await startStack({ env: ENV, faults });
 });
 afterAll(async () => stack?.stop());
 

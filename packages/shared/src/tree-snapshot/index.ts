@@ -40,6 +40,7 @@ export {
   type TreePlan,
   type PlannedEntry,
   type PlanOptions,
+  type RootIdentity,
   type TreeSelection,
   type ExcludeRule,
   type ExcludeCandidate,

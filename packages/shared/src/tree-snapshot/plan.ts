@@ -87,6 +87,28 @@ export interface PlanOptions {
   selection: TreeSelection;
   limits: TreeSnapshotLimits;
   signal?: AbortSignal;
+  /**
+   * The device and inode the caller proved the root to be (reached without a link at any
+   * level: packages/core/src/fs/proven-dir.ts). Another directory at the path (a level above
+   * swapped for a link since) is refused (`unsafe_root`) before anything in it is read.
+   */
+  rootIdentity?: RootIdentity;
+}
+
+export interface RootIdentity {
+  dev: number | bigint;
+  ino: number | bigint;
+}
+
+/** Whether `stat` is the directory `expect` names (numbers compared as the fs API gives them). */
+export function isRootIdentity(
+  stat: { dev: bigint; ino: bigint },
+  expect: RootIdentity | undefined,
+): boolean {
+  return (
+    expect === undefined ||
+    (Number(stat.dev) === Number(expect.dev) && Number(stat.ino) === Number(expect.ino))
+  );
 }
 
 export async function planTree(root: string, options: PlanOptions): Promise<TreePlan> {
@@ -101,6 +123,8 @@ export async function planTree(root: string, options: PlanOptions): Promise<Tree
     const what = rootStat.isSymbolicLink() ? "a symbolic link" : "not a directory";
     throw new TreeSnapshotError("unsafe_root", "", `root is ${what}`);
   }
+  if (!isRootIdentity(rootStat, options.rootIdentity))
+    throw new TreeSnapshotError("unsafe_root", "", "root is not the directory that was proven");
   const chain = await DirChain.open(root, { dev: rootStat.dev, ino: rootStat.ino });
   const planner = new Planner(root, chain, options);
   try {

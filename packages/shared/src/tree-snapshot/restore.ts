@@ -21,6 +21,7 @@ import { DirChain } from "./dir-chain";
 import { decodeSnapshot, type DecodedEntry, type DecodeOptions } from "./decode";
 import type { SnapshotSummary } from "./encode";
 import { TreeSnapshotError } from "./errors";
+import { isRootIdentity, type RootIdentity } from "./plan";
 import { errnoCode } from "../errors";
 
 const O_CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
@@ -28,6 +29,8 @@ const O_CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL |
 export interface RestoreOptions extends DecodeOptions {
   /** fsync files and directories as they are written. Default true. */
   durable?: boolean;
+  /** The target as the caller proved it (see PlanOptions.rootIdentity): another directory there is refused. */
+  rootIdentity?: RootIdentity;
 }
 
 export async function restoreSnapshot(
@@ -36,7 +39,13 @@ export async function restoreSnapshot(
   options: RestoreOptions,
 ): Promise<SnapshotSummary> {
   const durable = options.durable ?? true;
-  const chain = await DirChain.open(target);
+  let chain: DirChain;
+  if (options.rootIdentity) {
+    const root = await lstat(target, { bigint: true }).catch(() => null);
+    if (root === null || !root.isDirectory() || !isRootIdentity(root, options.rootIdentity))
+      throw new TreeSnapshotError("unsafe_root", "", "target is not the directory that was proven");
+    chain = await DirChain.open(target, { dev: root.dev, ino: root.ino });
+  } else chain = await DirChain.open(target);
   // Directories this restore created: their recorded mode and mtime are set when left.
   const created = new Map<string, DecodedEntry>();
   let rootEntry: DecodedEntry | null = null;

@@ -31,7 +31,7 @@ import {
 } from "./directories";
 import { finishRemoval, retentionStateOf, type PendingRemoval } from "./removal";
 import { isTaskDirectoryRow } from "./rules";
-import { planDirectory, taskDirectory } from "./survey";
+import { planDirectory, provenTask, taskDirectory } from "./survey";
 import { prepareOrphanWalk, type OrphanWalk } from "./orphans";
 import { archiveUnderLocks, nextGeneration, type Candidate as ArchiveCandidate } from "./archive";
 import { judgeRows } from "./judge";
@@ -140,7 +140,7 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
       continue;
     }
     const path = taskDirectory(ctx.instanceRoot, companyId, row.source_issue_id!);
-    const planned = await planDirectory(path, ctx.signal);
+    const planned = await planDirectory(await provenTask(ctx.instanceRoot, path), ctx.signal);
     if ("refused" in planned) {
       await keep(ctx, id, row, planned.refused);
       prepared.settle.push({ item, dueAt: null, reason: planned.refused });
@@ -203,7 +203,14 @@ async function keep(ctx: Ctx, id: string, row: WorkspaceRow, reason: string, det
   if (isClosedWorkspaceStatus(row.status)) {
     // A closed row its issue is still bound to: the walk's directory, kept.
     const dir = taskDirectory(ctx.instanceRoot, row.company_id, row.source_issue_id!);
-    cleanupLog(ctx, row.company_id, row.source_issue_id!, "skipped", reason, await directoryBytes(dir));
+    cleanupLog(
+      ctx,
+      row.company_id,
+      row.source_issue_id!,
+      "skipped",
+      reason,
+      await directoryBytes(ctx.instanceRoot, dir),
+    );
   }
 }
 
@@ -265,6 +272,7 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
     const result = await finishRemoval(
       {
         db: ctx.db,
+        instanceRoot: ctx.instanceRoot,
         now: ctx.startedAt,
         deadlines: (requests) =>
           requests.forEach((d) => ctx.deadlines.at(d.reason, d.dueAt, d.scope, d.domain as typeof DOMAIN)),
@@ -283,7 +291,7 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
       else ctx.report.failed(id, result.reason, { companyId: item.companyId });
       retentionLog(ctx, row, "skipped", result.reason, 0, 0);
       if (item.preserved) {
-        const bytes = await directoryBytes(item.state.path);
+        const bytes = await directoryBytes(ctx.instanceRoot, item.state.path);
         cleanupLog(ctx, item.companyId, item.sourceIssueId, "skipped", result.reason, bytes);
       }
     }

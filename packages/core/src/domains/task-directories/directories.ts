@@ -11,10 +11,9 @@
  *    leftover pass, scheduled an hour later.
  * Each directory logs `execution_workspace.task_directory_cleanup`.
  */
-import { rename, rm } from "node:fs/promises";
 import path from "node:path";
 import type { Tx } from "../../db";
-import { treeStats } from "../../fs";
+import { PathRefused, removeRetired, retire, sameIdentity, treeStats, type ProvenDir } from "../../fs";
 import { INSTANCE_SCOPE, settleItem, wakeItems, type DueItem, type ItemWake } from "../../ledger";
 import {
   consumersOf,
@@ -30,12 +29,14 @@ import { directoryRefs, type DirectoryRef } from "./queries";
 import { classify, judgeOrphan, type Verdict } from "./rules";
 import { cleanupLog, directoryBytes } from "./logs";
 import { retryLeftover } from "./orphans";
-import { directoryKind, sideName, taskDirectory } from "./survey";
+import { provenTask, sideName, taskDirectory, type ProvenTask } from "./survey";
 
 type Ctx = JobContext<TaskDirectoriesConfig>;
 
 export interface RetiredOrphan {
-  path: string;
+  /** The proven company folder it was renamed in, and its `.expired-*` name there. */
+  folder: ProvenDir;
+  name: string;
   companyId: string;
   issueId: string;
   bytes: number;
@@ -53,6 +54,8 @@ interface Judged {
   refs: DirectoryRef[];
   verdict: Verdict;
   bytes: number;
+  /** The directory as proven when it was judged: only that one is renamed. */
+  proven: ProvenTask & { kind: "directory" };
 }
 
 async function judgeOrphans(ctx: Ctx, db: Ctx["db"] | Tx, companyId: string, items: DueItem[]) {
@@ -100,13 +103,14 @@ export async function judgeDirectories(
   for (const [i, d] of read.dirs.entries()) {
     const dir = read.paths[i]!.path;
     const id = `isolated-workspaces/${companyId}/${d.issueId}`;
-    const kind = await directoryKind(dir);
+    const proven = await provenTask(ctx.instanceRoot, dir);
+    const kind = proven.kind;
     ctx.report.examined();
     if (kind === "missing") {
       settle.push({ item: d.item, dueAt: null, reason: "missing" });
       continue;
     }
-    if (kind !== "directory") {
+    if (proven.kind !== "directory") {
       cleanupLog(ctx, companyId, d.issueId, "skipped", "unsafe_task_directory", 0);
       ctx.report.skip(id, "unsafe_task_directory", { companyId });
       settle.push({ item: d.item, dueAt: null, reason: "unsafe_task_directory" });
@@ -127,7 +131,7 @@ export async function judgeDirectories(
           d.issueId,
           "skipped",
           "workspace_open",
-          await directoryBytes(dir, ctx.signal),
+          await directoryBytes(ctx.instanceRoot, dir, ctx.signal),
         );
       }
       if (!judgedHere.has(classification.workspaceId))
@@ -141,7 +145,7 @@ export async function judgeDirectories(
       settle.push({ item: d.item, dueAt: null, reason: classification.kind });
       continue;
     }
-    const stats = await treeStats(dir, ctx.signal);
+    const stats = await treeStats(proven.dir.path, ctx.signal, proven.info);
     const rows = refs.filter((r) => r.kind === "workspace").map((r) => read.rows.get(r.id)?.metadata);
     const verdict = judgeOrphan(
       {
@@ -158,7 +162,15 @@ export async function judgeDirectories(
       settle.push({ item: d.item, dueAt: verdict.recheckAt, reason: verdict.reason });
       continue;
     }
-    orphans.push({ item: d.item, issueId: d.issueId, path: dir, refs, verdict, bytes: stats.allocatedBytes });
+    orphans.push({
+      item: d.item,
+      issueId: d.issueId,
+      path: dir,
+      refs,
+      verdict,
+      bytes: stats.allocatedBytes,
+      proven,
+    });
   }
   return {
     async apply(tx) {
@@ -178,9 +190,20 @@ export async function judgeDirectories(
           settle.push({ item: o.item, dueAt: kept.recheckAt, reason: kept.reason });
           continue;
         }
-        const to = path.join(path.dirname(o.path), sideName(".expired"));
-        await rename(o.path, to);
-        retired.push({ path: to, companyId, issueId: o.issueId, bytes: o.bytes });
+        // Only the directory judged (device + inode), in its proven company folder.
+        const { company, dir } = o.proven;
+        let name: string;
+        try {
+          name = await retire(company, path.basename(o.path), ".expired", dir.identity, sideName(".expired"));
+        } catch (error) {
+          if (!(error instanceof PathRefused)) throw error;
+          const reason = error.reason === "missing" ? "task_directory_missing" : "unsafe_task_directory";
+          ctx.report.skip(id, reason, { companyId });
+          cleanupLog(ctx, companyId, o.issueId, "skipped", reason, 0);
+          settle.push({ item: o.item, dueAt: null, reason });
+          continue;
+        }
+        retired.push({ folder: company, name, companyId, issueId: o.issueId, bytes: o.bytes });
         settle.push({ item: o.item, dueAt: null, reason: "removed" });
       }
       for (const s of settle) {
@@ -203,13 +226,13 @@ export async function deleteRetiredOrphans(ctx: Ctx, retired: RetiredOrphan[]): 
   for (const r of retired) {
     const id = `isolated-workspaces/${r.companyId}/${r.issueId}`;
     try {
-      await rm(r.path, { recursive: true, force: false, maxRetries: 2 });
+      await removeRetired(r.folder, r.name);
       ctx.report.removedEntry(id, r.bytes, { companyId: r.companyId });
       cleanupLog(ctx, r.companyId, r.issueId, "removed", null, r.bytes);
     } catch {
       ctx.report.failed(id, "delete_failed", { companyId: r.companyId });
       // The walk's leftover pass deletes it, an hour later.
-      ctx.deadlines.at("leftovers", await retryLeftover(ctx, r.path), INSTANCE_SCOPE);
+      ctx.deadlines.at("leftovers", await retryLeftover(ctx, r.folder, r.name), INSTANCE_SCOPE);
     }
   }
 }
@@ -234,7 +257,15 @@ async function recheckOrphan(
     : null;
   if (classify(refs, boundTo).kind !== "orphan")
     return { save: false, reason: "workspace_appeared", recheckAt: ctx.startedAt };
-  const stats = await treeStats(o.path);
+  let stats: Awaited<ReturnType<typeof treeStats>>;
+  try {
+    // The directory judged, still reached without a link: only it is walked again.
+    await o.proven.dir.recheck();
+    stats = await treeStats(o.proven.dir.path, undefined, await lstatProven(o.proven));
+  } catch (error) {
+    if (!(error instanceof PathRefused)) throw error;
+    return { save: false, reason: "unsafe_task_directory", recheckAt: null };
+  }
   const verdict = judgeOrphan(
     {
       facts: facts?.root_exists ? facts : undefined,
@@ -251,4 +282,12 @@ async function recheckOrphan(
     { now: ctx.startedAt, graceMs: ctx.config.orphanGraceMs, busyRetryMs: LIMITS.busyRetryMs },
   );
   return verdict.save ? null : verdict;
+}
+
+/** The proven directory's own lstat now: still that directory (device + inode), not a link. */
+async function lstatProven(p: ProvenTask & { kind: "directory" }) {
+  const info = await p.company.lstatEntry(path.basename(p.dir.path));
+  if (info === null || !info.isDirectory() || !sameIdentity(p.dir.identity, { dev: info.dev, ino: info.ino }))
+    throw new PathRefused("path_changed", p.dir.path);
+  return info;
 }

@@ -35,7 +35,7 @@ export async function judgeRows(ctx: Ctx, db: Ctx["db"] | Tx, companyId: string,
           facts: f,
           consumers: f ? consumersOf(f, [row.metadata], ctx.startedAt) : [],
           otherRefs: others.length,
-          directory: await directoryKind(paths[i]!.path),
+          directory: await directoryKind(ctx.instanceRoot, paths[i]!.path),
         },
         {
           now: ctx.startedAt,

@@ -10,11 +10,10 @@
  *    line); a closed-but-bound row logs both lines.
  * The reopen's `execution_workspace.task_directory_restore` is written by reopen.ts.
  */
-import { treeStats } from "../../fs";
 import type { WorkspaceRow } from "../../workspaces";
 import type { JobContext } from "../types";
 import type { TaskDirectoriesConfig } from "./config";
-import { directoryKind } from "./survey";
+import { provenBytes, provenTask } from "./survey";
 
 type Ctx = JobContext<TaskDirectoriesConfig>;
 
@@ -59,6 +58,10 @@ export function cleanupLog(
 }
 
 /** Allocated bytes of a task directory (never through a link); 0 when it is not a real directory. */
-export async function directoryBytes(dir: string, signal?: AbortSignal): Promise<number> {
-  return (await directoryKind(dir)) === "directory" ? (await treeStats(dir, signal)).allocatedBytes : 0;
+export async function directoryBytes(
+  instanceRoot: string,
+  dir: string,
+  signal?: AbortSignal,
+): Promise<number> {
+  return provenBytes(await provenTask(instanceRoot, dir), signal);
 }

@@ -9,11 +9,9 @@
  * A start-up claim walks from the beginning, even when the previous start's walk stopped half
  * way (its cursor and continuation still in the ledger): every start walks every directory.
  */
-import { rm } from "node:fs/promises";
-import { lstat } from "node:fs/promises";
 import path from "node:path";
 import type { Tx } from "../../db";
-import { treeStats } from "../../fs";
+import { removeRetired, type ProvenDir } from "../../fs";
 import { wakeItems, type ItemWake } from "../../ledger";
 import type { JobContext } from "../types";
 import { LIMITS, type TaskDirectoriesConfig } from "./config";
@@ -72,24 +70,26 @@ export async function prepareOrphanWalk(ctx: Ctx): Promise<OrphanWalk> {
 
 async function deleteLeftovers(ctx: Ctx): Promise<void> {
   const cutoff = ctx.startedAt.getTime() - LIMITS.leftoverAgeMs;
-  for (const leftover of await listSideDirectories(ctx.instanceRoot)) {
-    const rel = path.relative(ctx.instanceRoot, leftover);
+  for (const { folder, name, symlink } of await listSideDirectories(ctx.instanceRoot)) {
+    // A link with a leftover's name is never followed nor deleted (it is not ours).
+    if (symlink) continue;
+    const rel = path.relative(ctx.instanceRoot, folder.join(name));
     let changedMs: number | null = null;
     try {
-      const stat = await lstat(leftover);
-      if (!stat.isDirectory()) continue;
+      const stat = await folder.lstatEntry(name);
+      if (stat === null || !stat.isDirectory()) continue;
       changedMs = stat.mtimeMs;
       if (stat.mtimeMs > cutoff) {
         // Perhaps still in use (a removal or restore under way): looked at when an hour old.
         ctx.deadlines.at("leftovers", hourAfter(stat.mtimeMs));
         continue;
       }
-      const bytes = (await treeStats(leftover)).allocatedBytes;
-      await rm(leftover, { recursive: true, force: false, maxRetries: 2 });
+      // In the proven company folder, confirmed before the walk and the delete (never through a link).
+      const bytes = await removeRetired(folder, name);
       ctx.report.removedEntry(rel, bytes, { reason: "interrupted_deletion" });
     } catch {
       ctx.report.failed(rel, "leftover_delete_failed");
-      ctx.deadlines.at("leftovers", await retryLeftover(ctx, leftover, changedMs));
+      ctx.deadlines.at("leftovers", await retryLeftover(ctx, folder, name, changedMs));
     }
   }
 }
@@ -103,11 +103,12 @@ const hourAfter = (changedMs: number) => new Date(Math.ceil(changedMs) + LIMITS.
  */
 export async function retryLeftover(
   ctx: Ctx,
-  leftover: string,
+  folder: ProvenDir,
+  name: string,
   changedMs: number | null = null,
 ): Promise<Date> {
-  const now = await lstat(leftover).then(
-    (stat) => stat.mtimeMs,
+  const now = await folder.lstatEntry(name).then(
+    (stat) => stat?.mtimeMs ?? changedMs,
     () => changedMs,
   );
   const later = ctx.later(LIMITS.leftoverAgeMs);

@@ -17,13 +17,18 @@
  * A crash after the rename but before its commit leaves state `archived` with the directory
  * under its recorded name: the next sweep sees that and deletes it (the restore point is
  * active and verified). The directory or an active, verified restore point always exists.
+ *
+ * Every step reaches the directory as a proven directory (survey.ts): its company folder from
+ * the top folder down, no level a link; the re-read reads only the directory proven (its device
+ * and inode), the rename is `retire` to the recorded name (refused when the directory is no
+ * longer the one re-read), the delete `removeRetired` in the proven company folder. A level
+ * swapped for a link at any moment is refused (`unsafe_task_directory`): nothing through it is
+ * read, renamed or deleted.
  */
-import { rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { digestTree } from "@reclaim/shared";
-import { errnoCode } from "@reclaim/shared";
 import type { Db, Tx } from "../../db";
-import { entryKind, treeStats } from "../../fs";
+import { PathRefused, removeRetired, retire } from "../../fs";
 import {
   lifecycleGeneration,
   lockWorkspaceLifecycle,
@@ -39,7 +44,7 @@ import {
 import type { DeadlineRequest } from "../../ledger";
 import { SNAPSHOT_LIMITS } from "./config";
 import { dropRestorePoint } from "./capture";
-import { refusalOf, SELECTION } from "./survey";
+import { companyFolderOf, refusalOf, SELECTION } from "./survey";
 
 export const STATE_KEY = "isolatedTaskDirectoryRetention";
 
@@ -83,6 +88,7 @@ export type RemovalOutcome =
 
 interface RemovalDeps {
   db: Db;
+  instanceRoot: string;
   now: Date;
   /** Records deadlines (a dropped restore point's deletion). */
   deadlines: (requests: DeadlineRequest[]) => void;
@@ -91,7 +97,6 @@ interface RemovalDeps {
 
 /** Remove and delete (see the header); every step checks the row is still at the archive's generation. */
 export async function finishRemoval(deps: RemovalDeps, item: PendingRemoval): Promise<RemovalOutcome> {
-  const expired = path.join(path.dirname(item.state.path), item.state.expiredName);
   let state = item.state;
   if (state.state === "archived") {
     const step = await deps.db.$transaction((tx) => renameUnderLocks(deps, tx, item));
@@ -103,14 +108,14 @@ export async function finishRemoval(deps: RemovalDeps, item: PendingRemoval): Pr
   if (state.state !== "removing") return { outcome: "kept", reason: "already_removed", retry: false };
   let bytes = 0;
   try {
-    const kind = await entryKind(expired);
-    if (kind === "symlink") return { outcome: "failed", reason: "unsafe_task_directory" };
-    if (kind === "directory") {
-      bytes = (await treeStats(expired)).allocatedBytes;
-      await deps.hit("task-directories.before-delete");
-      await rm(expired, { recursive: true, force: false, maxRetries: 2 });
-    }
-  } catch {
+    await deps.hit("task-directories.before-delete");
+    const company = await companyFolderOf(deps.instanceRoot, state.path);
+    if (company === "unsafe") return { outcome: "failed", reason: "unsafe_task_directory" };
+    // removeRetired: the company folder confirmed before the tree is walked and again before it
+    // is deleted; the recorded name itself a link is refused.
+    if (company !== "missing") bytes = await removeRetired(company, state.expiredName);
+  } catch (error) {
+    if (error instanceof PathRefused) return { outcome: "failed", reason: "unsafe_task_directory" };
     return { outcome: "failed", reason: "delete_failed" };
   }
   await deps.db.$transaction(async (tx) => {
@@ -157,29 +162,42 @@ async function renameUnderLocks(deps: RemovalDeps, tx: Tx, item: PendingRemoval)
   const row = (await workspaceRows(tx, item.companyId, [item.workspaceId])).get(item.workspaceId);
   if (!row || !stillArchived(row, state))
     return { outcome: "kept", reason: "workspace_reopened", retry: false };
-  const expired = path.join(path.dirname(state.path), state.expiredName);
-  const here = await entryKind(state.path);
-  if (here === "missing" && (await entryKind(expired)) === "directory") {
+  const company = await companyFolderOf(deps.instanceRoot, state.path);
+  if (company === "unsafe") return { outcome: "failed", reason: "unsafe_task_directory" };
+  const name = path.basename(state.path);
+  const here = company === "missing" ? null : await company.lstatEntry(name);
+  if (here === null) {
+    const aside = company === "missing" ? null : await company.lstatEntry(state.expiredName);
     // Renamed before a crash, the transaction that recorded it lost: finish from here.
-    await recordRemoving(tx, item, deps.now);
-    return { outcome: "renamed" };
+    if (aside?.isDirectory()) {
+      await recordRemoving(tx, item, deps.now);
+      return { outcome: "renamed" };
+    }
+    return { outcome: "kept", reason: "task_directory_missing", retry: false };
   }
-  if (here === "missing") return { outcome: "kept", reason: "task_directory_missing", retry: false };
-  if (here !== "directory") return { outcome: "failed", reason: "unsafe_task_directory" };
+  if (company === "missing" || here.isSymbolicLink() || !here.isDirectory())
+    return { outcome: "failed", reason: "unsafe_task_directory" };
+  const dir = company.childFrom(name, here);
   // Between the capture and this re-read: where a test writes into the directory.
   await deps.hit("task-directories.before-recheck");
   let changed: string | null = null;
   try {
-    const now = await digestTree(state.path, { selection: SELECTION, limits: SNAPSHOT_LIMITS });
+    // Only the directory proven above is read: another one at the path is `unsafe_root`.
+    const now = await digestTree(dir.path, {
+      selection: SELECTION,
+      limits: SNAPSHOT_LIMITS,
+      rootIdentity: dir.identity,
+    });
     if (now.treeDigest !== state.treeDigest || now.stateDigest !== state.stateDigest)
       changed = "task_directory_changed";
   } catch (error) {
-    if (refusalOf(error) === null) throw error;
-    changed = "task_directory_changed";
+    const refused = refusalOf(error);
+    if (refused === null) throw error;
+    changed = refused === "unsafe_task_directory" ? refused : "task_directory_changed";
   }
   if (changed) {
-    // The files changed after the capture: the workspace is active again, its restore point
-    // dropped, the directory kept.
+    // The files changed after the capture (or the path no longer leads to the directory that
+    // was saved): the workspace is active again, its restore point dropped, the directory kept.
     await reactivateWorkspace(tx, {
       companyId: item.companyId,
       workspaceId: item.workspaceId,
@@ -191,12 +209,12 @@ async function renameUnderLocks(deps: RemovalDeps, tx: Tx, item: PendingRemoval)
     return { outcome: "kept", reason: changed, retry: false };
   }
   try {
-    await rename(state.path, expired);
+    // Only the directory re-read (device + inode), in the proven company folder, to the recorded name.
+    await retire(company, name, ".expired", dir.identity, state.expiredName);
   } catch (error) {
-    return {
-      outcome: "failed",
-      reason: errnoCode(error) === "ENOENT" ? "task_directory_missing" : "rename_failed",
-    };
+    if (!(error instanceof PathRefused)) return { outcome: "failed", reason: "rename_failed" };
+    if (error.reason === "missing") return { outcome: "failed", reason: "task_directory_missing" };
+    return { outcome: "failed", reason: "unsafe_task_directory" };
   }
   // Renamed, not yet recorded: a crash here leaves state `archived` and the recorded name.
   await deps.hit("task-directories.renamed");

@@ -15,12 +15,20 @@
  *  - an expired (or otherwise gone) restore point starts an empty directory and answers
  *    `fresh` with the text of the system comment the server posts on the issue.
  * Each reopen logs `event: "execution_workspace.task_directory_restore"`.
+ *
+ * Nothing is followed, read through or written through a link below the top folder
+ * `<instance>/isolated-workspaces`: the company folder is reached (made, when missing) one
+ * proven level at a time (fs/proven-path.ts), the staging directory is made in it and
+ * restored into only while it is the directory made (device + inode), and renamed into place
+ * within the proven company folder, confirmed before and after. A level that is a link, or
+ * is swapped for one meanwhile, fails the reopen (`unsafe_task_directory`) and the workspace
+ * stays closed.
  */
-import { mkdir, readdir, rename, rm, rmdir } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import { digestTree, loadInstanceKey, open, restoreSnapshot, StorageKey } from "@reclaim/shared";
+import { digestTree, errnoCode, loadInstanceKey, open, restoreSnapshot, StorageKey } from "@reclaim/shared";
 import type { Tx } from "../../db";
-import { entryKind } from "../../fs";
+import { ensureDirBelow, PathRefused, removeRetired, type ProvenDir } from "../../fs";
 import { dueFor } from "../../restore-points";
 import { storageFor } from "../../storage";
 import {
@@ -33,7 +41,7 @@ import {
 } from "../../workspaces";
 import { SNAPSHOT_LIMITS, type TaskDirectoriesConfig } from "./config";
 import { retentionStateOf, STATE_KEY, type RetentionState } from "./removal";
-import { SELECTION, sideName } from "./survey";
+import { isolatedRoot, SELECTION, sideName } from "./survey";
 
 export const EXPIRED_WARNING =
   "The earlier files of this task's directory are no longer available: they were removed to free disk and their restore point has expired, so the task starts with an empty directory.";
@@ -53,7 +61,12 @@ export const taskDirectoryReopener: WorkspaceReopener<TaskDirectoriesConfig> = {
     });
     let result: ReopenResult;
     if (!rp || rp.status !== "active" || rp.sha256 === null) {
-      result = await startFresh(state);
+      const fresh = await startFresh(ctx, state);
+      if (fresh !== null) {
+        logRestore(ctx, row, { outcome: "failed", path: state.path, reason: fresh });
+        return { outcome: "failed", path: state.path, reason: fresh, restorePointId: state.restorePointId };
+      }
+      result = { outcome: "fresh", path: state.path, warning: EXPIRED_WARNING };
     } else {
       const restored = await restoreInto(ctx, state, rp.storageKey, rp.sha256);
       if (restored !== null) {
@@ -105,10 +118,30 @@ async function activate(ctx: Ctx, tx: Tx, row: WorkspaceRow, state: RetentionSta
   });
 }
 
-/** The restore point is gone: an empty directory (an existing one is left as it is). */
-async function startFresh(state: RetentionState): Promise<ReopenResult> {
-  if ((await entryKind(state.path)) === "missing") await mkdir(state.path, { mode: 0o755 });
-  return { outcome: "fresh", path: state.path, warning: EXPIRED_WARNING };
+/**
+ * The company folder of the task directory, its missing levels made one at a time below the
+ * top folder (never through a link); `unsafe` when a level is not a real directory.
+ */
+async function companyFolder(ctx: Ctx, state: RetentionState): Promise<ProvenDir | "unsafe"> {
+  // The top folder, as configured (an operator's link there is followed, like every domain's).
+  await mkdir(isolatedRoot(ctx.instanceRoot)).catch((error: unknown) => {
+    if (errnoCode(error) !== "EEXIST") throw error;
+  });
+  const company = await ensureDirBelow(isolatedRoot(ctx.instanceRoot), path.dirname(state.path));
+  return typeof company === "string" ? "unsafe" : company;
+}
+
+/** The restore point is gone: an empty directory (an existing real one is left as it is). Null when done. */
+async function startFresh(ctx: Ctx, state: RetentionState): Promise<string | null> {
+  try {
+    const company = await companyFolder(ctx, state);
+    if (company === "unsafe") return "unsafe_task_directory";
+    await company.ensureDir(path.basename(state.path));
+    return null;
+  } catch (error) {
+    if (error instanceof PathRefused) return "unsafe_task_directory";
+    throw error;
+  }
 }
 
 /** Null when the directory is in place with the saved tree; else why not (nothing was replaced). */
@@ -118,33 +151,55 @@ async function restoreInto(
   storageKey: string,
   sha256: string,
 ): Promise<string | null> {
-  const options = { selection: SELECTION, limits: SNAPSHOT_LIMITS };
-  const here = await entryKind(state.path);
-  if (here === "symlink" || here === "file" || here === "other") return "unsafe_task_directory";
-  if (here === "directory" && (await readdir(state.path)).length > 0) {
-    // Already there (a restore whose commit was lost): the same tree is success, anything else
-    // is kept and fails the reopen instead of being overwritten.
-    const present = await digestTree(state.path, options).catch(() => null);
-    return present?.treeDigest === state.treeDigest ? null : "task_directory_in_the_way";
+  const company = await companyFolder(ctx, state);
+  if (company === "unsafe") return "unsafe_task_directory";
+  const name = path.basename(state.path);
+  const here = await company.lstatEntry(name);
+  if (here !== null && (here.isSymbolicLink() || !here.isDirectory())) return "unsafe_task_directory";
+  if (here !== null) {
+    const present = company.childFrom(name, here);
+    if ((await present.list()).length > 0) {
+      // Already there (a restore whose commit was lost): the same tree is success, anything
+      // else is kept and fails the reopen instead of being overwritten.
+      const digest = await digestTree(present.path, {
+        selection: SELECTION,
+        limits: SNAPSHOT_LIMITS,
+        rootIdentity: present.identity,
+      }).catch(() => null);
+      return digest?.treeDigest === state.treeDigest ? null : "task_directory_in_the_way";
+    }
   }
   const storage = storageFor(ctx.config.storage);
   const key = await loadInstanceKey(ctx.config.instanceKey);
-  const staging = path.join(path.dirname(state.path), sideName(".restoring"));
-  await mkdir(staging, { mode: 0o700 });
+  const stagingName = sideName(".restoring");
+  const staging = await company.ensureDir(stagingName);
   try {
+    const options = {
+      selection: SELECTION,
+      limits: SNAPSHOT_LIMITS,
+      rootIdentity: staging.identity,
+    };
     const stream = await open(storage, StorageKey.parse(storageKey), key, { expectedSha256: sha256 });
-    await restoreSnapshot(stream, staging, { limits: SNAPSHOT_LIMITS, expectedTreeDigest: state.treeDigest });
-    const restored = await digestTree(staging, options);
+    await restoreSnapshot(stream, staging.path, {
+      limits: SNAPSHOT_LIMITS,
+      expectedTreeDigest: state.treeDigest,
+      rootIdentity: staging.identity,
+    });
+    const restored = await digestTree(staging.path, options);
     if (restored.treeDigest !== state.treeDigest) {
-      await rm(staging, { recursive: true, force: true });
+      await removeRetired(company, stagingName);
       return "task_directory_not_restorable";
     }
     await ctx.faults.hit("task-directories.staged");
-    if (here === "directory") await rmdir(state.path); // empty: replaced
-    await rename(staging, state.path);
+    // An empty directory in the way is replaced by the rename itself (a non-empty one, or
+    // anything else there now, fails it: nothing is overwritten).
+    await company.rename(stagingName, name);
     return null;
   } catch (error) {
-    await rm(staging, { recursive: true, force: true }).catch(() => undefined);
+    await removeRetired(company, stagingName).catch(() => undefined);
+    if (error instanceof PathRefused) return "unsafe_task_directory";
+    const code = errnoCode(error);
+    if (code === "ENOTEMPTY" || code === "EEXIST" || code === "ENOTDIR") return "task_directory_in_the_way";
     ctx.log.warn("task directory restore failed", { error });
     return "task_directory_not_restorable";
   }
