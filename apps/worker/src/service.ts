@@ -141,13 +141,17 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
           async (job) => {
             const tracked = cancellation.track(job.id!, shutdown.signal);
             try {
-              return await runJob(deps, {
+              const stored = await runJob(deps, {
                 id: job.id!,
                 data: job.data,
                 attemptsMade: job.attemptsMade,
                 attempts: job.opts.attempts ?? 1,
                 signal: tracked.signal,
               });
+              // The report row is the record (GET /v1/jobs/:jobId reads it): the job's return
+              // value, which BullMQ writes into the job and into the event stream every
+              // scheduler reads, only names it.
+              return { reportId: stored.id };
             } finally {
               tracked.release();
             }

@@ -32,17 +32,22 @@ describe("the webhook signing secret is never the API token", () => {
   it.each([
     ["a callback URL", CALLBACK],
     ["an expiry hook URL", HOOK],
-  ])("with %s and no RECLAIM_CALLBACK_SECRET, neither service starts", async (_what, url) => {
-    for (const service of ["scheduler", "worker"] as const) {
-      const child = spawnService(service, { ...base, ...url });
-      // A service that started anyway is stopped, and the test fails on its exit code.
-      const started = setTimeout(() => child.kill("SIGKILL"), 20_000);
-      const exit = await child.exited.finally(() => clearTimeout(started));
-      expect({ service, code: exit.code }).toEqual({ service, code: 2 });
-      expect(child.output()).toContain("RECLAIM_CALLBACK_SECRET");
-      expect(child.output()).toContain(Object.keys(url)[0]);
-    }
-  });
+  ])(
+    "with %s and no RECLAIM_CALLBACK_SECRET, neither service starts",
+    async (_what, url) => {
+      for (const service of ["scheduler", "worker"] as const) {
+        const child = spawnService(service, { ...base, ...url });
+        // A service that started anyway is stopped, and the test fails on its exit code (the
+        // bound leaves room for a loaded machine: starting tsx took over 20 s under load).
+        const started = setTimeout(() => child.kill("SIGKILL"), 50_000);
+        const exit = await child.exited.finally(() => clearTimeout(started));
+        expect({ service, code: exit.code }).toEqual({ service, code: 2 });
+        expect(child.output()).toContain("RECLAIM_CALLBACK_SECRET");
+        expect(child.output()).toContain(Object.keys(url)[0]);
+      }
+    },
+    120_000,
+  );
 
   it("refuses a signing secret equal to the API token", () => {
     const env = { ...base, RECLAIM_CALLBACK_SECRET: TEST_TOKEN };

@@ -53,7 +53,7 @@ export class BackgroundSync {
   constructor(private readonly work: SyncWork) {}
 
   soon(keys: LedgerKey[], onError?: (error: unknown) => void, attempt = 0): void {
-    if (this.closed || (this.closing && attempt > 0)) return;
+    if (keys.length === 0 || this.closed || (this.closing && attempt > 0)) return;
     for (const key of keys) {
       const id = keyOf(key);
       this.gathering.delete(id);

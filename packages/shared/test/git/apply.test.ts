@@ -7,7 +7,9 @@
 import { createHash, randomUUID } from "node:crypto";
 import { open as openFile, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { applyPayload, open, parseManifest, StorageKey } from "../../src";
+import { Readable } from "node:stream";
+import { buffer } from "node:stream/consumers";
+import { applyPayload, open, parseManifest, seal, StorageKey } from "../../src";
 import { cleanup, clone, git, tempDir } from "./fixture";
 import { applyStored, busyWorktree, captureAndStore, localStorage, makeKey, repoFacts } from "./round-trip";
 
@@ -123,6 +125,25 @@ describe("applyPayload", () => {
       applyPayload(fresh, () => open(storage, stored.storageKey, key), other),
     ).rejects.toMatchObject({
       code: "RECLAIM_ERR_GIT_PAYLOAD_INVALID",
+    });
+    expect(await targetState(fresh)).toEqual(before);
+  });
+
+  it("refuses a payload of a schema it does not know (schema byte 1), target untouched", async () => {
+    const { storage, stored, fresh } = await setup();
+    const plaintext = await buffer(await open(storage, stored.storageKey, key));
+    expect(plaintext.subarray(0, 8).toString("latin1")).toBe("RCLGITP\x02");
+    plaintext[7] = 0x01;
+    const storageKey = StorageKey.of(randomUUID(), `git-restore-points/ws/${randomUUID()}/payload`);
+    await seal(Readable.from([plaintext]), {
+      instanceKey: key,
+      storage,
+      storageKey,
+      plaintextSize: plaintext.length,
+    });
+    const before = await targetState(fresh);
+    await expect(applyStored(fresh, storage, key, { ...stored, storageKey })).rejects.toMatchObject({
+      code: "RECLAIM_ERR_GIT_PAYLOAD_SCHEMA",
     });
     expect(await targetState(fresh)).toEqual(before);
   });

@@ -3,7 +3,8 @@
  * worktree: status, index (entries, modes, stages, intent-to-add), every file's bytes and
  * mode, the reflog's commits and ORIG_HEAD; `.env` and regenerable directories stay out.
  */
-import { chmod, mkdir, symlink, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { chmod, mkdir, readFile, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { cleanup, clone, git, makeRemote, tempDir } from "./fixture";
 import { applyStored, captureAndStore, localStorage, makeKey, repoFacts } from "./round-trip";
@@ -82,5 +83,24 @@ describe("round trip into a fresh clone", () => {
     await expect(git(fresh, ["ls-files", "-o"])).resolves.not.toContain(".env");
     // applying again is only reported
     await expect(applyStored(fresh, storage, key, stored)).resolves.toEqual({ status: "already_applied" });
+  });
+
+  it("leaves .claude/settings.local.json out of the ignored files (saved with the workspace contents); other ignored files there come back", async () => {
+    const root = await tempDir();
+    const remote = await makeRemote(root, { "a.txt": "a\n" });
+    const work = await clone(remote, path.join(root, "work"));
+    await writeFile(path.join(work, ".gitignore"), ".claude/\n");
+    await git(work, ["add", ".gitignore"]);
+    await git(work, ["commit", "-q", "-m", "ignore .claude"]);
+    await mkdir(path.join(work, ".claude"));
+    await writeFile(path.join(work, ".claude", "settings.local.json"), '{"secret":"local"}\n');
+    await writeFile(path.join(work, ".claude", "notes.json"), '{"kept":true}\n');
+    const storage = localStorage(path.join(root, "storage"));
+    const stored = await captureAndStore(work, storage, key);
+    expect(stored.manifest.ignored.files).toBe(1);
+    const fresh = await clone(remote, path.join(root, "fresh"));
+    await expect(applyStored(fresh, storage, key, stored)).resolves.toMatchObject({ status: "applied" });
+    expect(await readFile(path.join(fresh, ".claude", "notes.json"), "utf8")).toBe('{"kept":true}\n');
+    expect(existsSync(path.join(fresh, ".claude", "settings.local.json"))).toBe(false);
   });
 });

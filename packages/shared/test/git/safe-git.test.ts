@@ -4,19 +4,17 @@
  * inherited GIT_* variables and a system or global config. Each planted item writes a
  * marker file when it runs; the same commands through plain git prove the plants are live.
  */
-import { chmod, mkdir, readdir, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { openSafeRepository, runSafeGit, remoteEnv } from "../../src/git/safe-git";
-import { cleanup, clone, git, makeRemote, tempDir } from "./fixture";
+import { applyPayload, captureWorktree, open, verifyUnchanged } from "../../src";
+import { cleanup, clone, git, makeRemote, tempDir, type Remote } from "./fixture";
+import { captureAndStore, localStorage, makeKey } from "./round-trip";
 
 afterAll(cleanup);
 
-async function plantedRepository(): Promise<{ dir: string; markers: string }> {
-  const root = await tempDir();
-  const remote = await makeRemote(root, { "a.txt": "one\n", "b.txt": "two\n" });
-  const dir = await clone(remote, path.join(root, "work"));
-  const markers = path.join(root, "markers");
-  await mkdir(markers);
+/** Plants in `dir`: hooks, core.fsmonitor, a required filter, an include, a remote command, attributes. */
+async function plant(dir: string, root: string, markers: string): Promise<void> {
   const script = async (name: string, body = ""): Promise<string> => {
     const file = path.join(root, `${name}.sh`);
     await writeFile(file, `#!/bin/sh\ntouch ${markers}/${name}\n${body}`);
@@ -48,9 +46,18 @@ async function plantedRepository(): Promise<{ dir: string; markers: string }> {
     path.join(dir, ".git", "info", "attributes"),
     "*.txt filter=evil\n*.md filter=sneaky diff=sneaky\n",
   );
+}
+
+async function plantedRepository(): Promise<{ dir: string; markers: string; root: string; remote: Remote }> {
+  const root = await tempDir();
+  const remote = await makeRemote(root, { "a.txt": "one\n", "b.txt": "two\n" });
+  const dir = await clone(remote, path.join(root, "work"));
+  const markers = path.join(root, "markers");
+  await mkdir(markers);
+  await plant(dir, root, markers);
   await writeFile(path.join(dir, "a.txt"), "changed\n");
   await writeFile(path.join(dir, "c.md"), "new\n");
-  return { dir, markers };
+  return { dir, markers, root, remote };
 }
 
 async function exercise(run: (args: string[]) => Promise<unknown>): Promise<void> {
@@ -80,6 +87,37 @@ describe("safe git runner", () => {
         "include.path",
       ]),
     );
+  });
+
+  it("capture, verify and apply of planted repositories run none of the plants", async () => {
+    const { dir, markers, root, remote } = await plantedRepository();
+    // The source's attributes go (a filtered path is refused); the target keeps them, so a
+    // checkout there would run the required filter.
+    await rm(path.join(dir, ".git", "info", "attributes"));
+    await git(dir, ["add", "c.md"]);
+    await git(dir, ["commit", "-q", "-m", "unpushed"]);
+    await writeFile(path.join(dir, "b.txt"), "unstaged\n");
+    const target = await clone(remote, path.join(root, "target"));
+    await plant(target, root, markers);
+    await rm(markers, { recursive: true });
+    await mkdir(markers);
+    const storage = localStorage(path.join(root, "storage"));
+    const key = makeKey();
+    const stored = await captureAndStore(dir, storage, key);
+    expect(await verifyUnchanged(dir, stored.manifest)).toMatchObject({ unchanged: true });
+    const preview = await captureWorktree(dir, { base: { kind: "remote" } });
+    await preview.dispose();
+    await expect(
+      applyPayload(target, () => open(storage, stored.storageKey, key), stored.manifest),
+    ).resolves.toMatchObject({ status: "applied" });
+    expect(await verifyUnchanged(target, stored.manifest)).toMatchObject({ unchanged: true });
+    expect(await readdir(markers)).toEqual([]);
+    expect(await readFile(path.join(target, "b.txt"), "utf8")).toBe("unstaged\n");
+    expect(await readFile(path.join(target, "c.md"), "utf8")).toBe("new\n");
+    // Live: plain git in the target runs them.
+    await git(target, ["status", "--porcelain"]);
+    await git(target, ["add", "-A"]);
+    expect(await readdir(markers)).toEqual(expect.arrayContaining(["fsmonitor", "filter"]));
   });
 
   it("the same commands through plain git run every plant (the test can fail)", async () => {
