@@ -13,6 +13,7 @@ import { createWriteStream } from "node:fs";
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { once } from "node:events";
+import { loadavg } from "node:os";
 import { applyMigrations } from "@reclaim/core/src/db/migrate";
 import { createEmptyDatabase, startStack, tempDir } from "@reclaim/testkit";
 import { TASK_ENV } from "@reclaim/testkit/src/fixtures/task-directories";
@@ -51,7 +52,11 @@ async function raw(dirs: string[], out: string): Promise<number> {
   return (performance.now() - started) / 1000;
 }
 
+/** The 1-minute load average now (the machine is shared: figures are read against it). */
+const load = () => Number(loadavg()[0]!.toFixed(2));
+
 async function main() {
+  const loads: number[] = [load()];
   const database = await createEmptyDatabase();
   await applyMigrations(database.url);
   const stack = await startStack({ database, env: { ...TASK_ENV, RECLAIM_LOG_LEVEL: "error" } });
@@ -66,6 +71,7 @@ async function main() {
     }
     await mkdir(path.join(scratch.path, "out"));
     const rawSeconds = await raw(rawDirs, path.join(scratch.path, "out"));
+    loads.push(load());
 
     // The pipeline.
     const tasks: { company: string; issue: string; workspace: string; dir: string }[] = [];
@@ -111,11 +117,13 @@ async function main() {
       await new Promise((r) => setTimeout(r, 200));
     }
     const pipelineSeconds = (performance.now() - started) / 1000;
+    loads.push(load());
     const rawRate = DIRS / rawSeconds;
     const rate = DIRS / pipelineSeconds;
     console.log(
       JSON.stringify({
         benchmark: "task-directories/save-remove",
+        date: new Date().toISOString(),
         directories: DIRS,
         filesPerDirectory: FILES,
         savedAndRemovedPerSecond: Number(rate.toFixed(2)),
@@ -123,6 +131,8 @@ async function main() {
         ratio: Number((rate / rawRate).toFixed(3)),
         pipelineSeconds: Number(pipelineSeconds.toFixed(1)),
         rawSeconds: Number(rawSeconds.toFixed(1)),
+        // 1-minute load average at the start, after the raw run, after the pipeline.
+        loadAverage: loads,
       }),
     );
   } finally {

@@ -133,12 +133,15 @@ async function reopenRestores(t: Task, before: Record<string, unknown>): Promise
 }
 
 describe.each([
+  "task-directories.sealed",
+  "task-directories.read-back",
   "task-directories.captured",
   "task-directories.archived",
   "task-directories.before-recheck",
   "task-directories.renamed",
   "task-directories.after-rename",
   "task-directories.before-delete",
+  "task-directories.finished",
 ])("a worker killed at %s", (point) => {
   it("loses no file, and a later sweep finishes the removal", async () => {
     const { t, before } = await closeAndKillAt(point);

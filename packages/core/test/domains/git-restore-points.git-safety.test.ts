@@ -286,3 +286,56 @@ it("expiration and reopen run none of the hooks, fsmonitor, filters, includes, s
     expect(ran).toContain(name);
   }
 }, 240_000);
+
+it("the reopen's fetch into a shared clone is never redirected by the clone's url.<x>.insteadOf (it fetches from the recorded repository only)", async () => {
+  const project = await makeProject(stack.instanceRoot);
+  const wt = await addWorktree(project, "task-redirected");
+  await writeFile(path.join(wt, "pushed.txt"), "pushed\n");
+  await git(wt, ["add", "pushed.txt"]);
+  await git(wt, ["commit", "-q", "-m", "pushed"]);
+  await git(wt, ["push", "-q", "origin", "task-redirected"]);
+  const head = (await git(wt, ["rev-parse", "HEAD"])).trim();
+  const issue = await insertIssue(stack.db, project.companyId, { closedDaysAgo: 4 });
+  const ws = await insertGitWorkspace(stack.db, {
+    project,
+    cwd: wt,
+    branch: "task-redirected",
+    sourceIssueId: issue,
+  });
+  await wakeIssue(stack, project.companyId, issue);
+  await waitFor(async () => !existsSync(wt), {
+    what: "the reproducible worktree removed",
+    timeoutMs: 60_000,
+  });
+  await waitFor(
+    async () => {
+      const row = await stack.db.executionWorkspace.findUniqueOrThrow({ where: { id: ws } });
+      return (row.metadata as Record<string, unknown>).gitCacheExpirationRemoval === null;
+    },
+    { what: "the removal finished" },
+  );
+  // Another agent drops the branch from the shared clone and prunes it: the reopen must fetch.
+  await git(project.clone, ["branch", "-q", "-D", "task-redirected"]);
+  await git(project.clone, ["update-ref", "-d", "refs/remotes/origin/task-redirected"]);
+  await git(project.clone, ["reflog", "expire", "--expire=now", "--all"]);
+  await git(project.clone, ["gc", "-q", "--prune=now"]);
+  await expect(git(project.clone, ["cat-file", "-e", `${head}^{commit}`])).rejects.toThrow();
+  // …and redirects the repository's URL to one of its own.
+  const plants = await mkdtemp(path.join(os.tmpdir(), "reclaim-plants-"));
+  roots.push(plants);
+  const evil = path.join(plants, "evil.git");
+  await git(plants, ["init", "-q", "--bare", evil]);
+  const seed = path.join(plants, "seed");
+  await git(plants, ["init", "-q", seed]);
+  await git(seed, ["commit", "-q", "--allow-empty", "-m", "planted"]);
+  await git(seed, ["push", "-q", evil, "HEAD:refs/heads/planted-marker"]);
+  await git(project.clone, ["config", `url.${evil}.insteadOf`, project.remote]);
+  // Plain git in the clone follows the redirect (the test can fail).
+  expect(await git(project.clone, ["ls-remote", project.remote])).toContain("planted-marker");
+
+  expect(await reopen(stack, project.companyId, ws)).toEqual(
+    expect.objectContaining({ outcome: "restored", path: wt }),
+  );
+  expect((await git(wt, ["rev-parse", "HEAD"])).trim()).toBe(head);
+  expect(await git(project.clone, ["for-each-ref", "--format=%(refname)"])).not.toContain("planted-marker");
+});

@@ -39,6 +39,7 @@ async function nextLookIn(stack: Stack, ws: string): Promise<number | null> {
 describe("rollback", () => {
   let stack: Stack;
   let target: string | null = null;
+  let afterVerification: string | null = null;
   let failAfterArchive = false;
   beforeAll(async () => {
     stack = await startStack({
@@ -49,6 +50,15 @@ describe("rollback", () => {
         // locks: an agent writes a file directly (git's lock files do not stop that).
         "git-restore-points.saved": async () => {
           if (target) await writeFile(path.join(target, "late.txt"), "written after the capture\n");
+        },
+        // After the locked verification, before the archive commits and the rename: a process
+        // outside git (git's lock files do not stop it) writes into the worktree.
+        "git-restore-points.verified": async () => {
+          if (afterVerification)
+            await writeFile(
+              path.join(afterVerification, "after-verify.txt"),
+              "written after the verification\n",
+            );
         },
         // After the archive committed, before the rename: the expiration stops there.
         "git-restore-points.archived": () => {
@@ -81,6 +91,41 @@ describe("rollback", () => {
     // No git lock file is left behind: the agent's git works.
     await git(wt, ["add", "late.txt"]);
     target = null;
+  });
+
+  it("a change made after the locked verification and before the rename is never removed: the tree renamed aside is verified again, moved back, and the workspace made active again", async () => {
+    const { project, wt, issueId, ws } = await dirtyWorkspace(stack, "task-after-verify", {
+      closedDaysAgo: 5,
+    });
+    afterVerification = wt;
+    try {
+      await wake(stack, project.companyId, issueId);
+      expect(await entryOf(stack, project.companyId, ws, "rolled_back")).toEqual(
+        expect.objectContaining({ reason: "worktree_changed" }),
+      );
+    } finally {
+      afterVerification = null;
+    }
+    expect(await readFile(path.join(wt, "after-verify.txt"), "utf8")).toBe(
+      "written after the verification\n",
+    );
+    expect(await readFile(path.join(wt, "notes.md"), "utf8")).toBe("untracked\n");
+    expect((await git(wt, ["log", "-1", "--format=%s"])).trim()).toBe("unpushed");
+    expect((await readdir(path.dirname(wt))).filter((n) => n.startsWith(".expired-"))).toEqual([]);
+    const row = await stack.db.executionWorkspace.findUniqueOrThrow({ where: { id: ws } });
+    expect(row.status).toBe("active");
+    const metadata = row.metadata as Record<string, unknown>;
+    expect(metadata.gitCacheRestoration).toBeUndefined();
+    expect(metadata.gitCacheExpirationRemoval).toBeUndefined();
+    for (const p of await stack.db.executionWorkspaceRestorePoint.findMany({
+      where: { executionWorkspaceId: ws },
+    })) {
+      expect(["superseded", "deleted"]).toContain(p.status);
+    }
+    expect(Math.abs((await nextLookIn(stack, ws))! - 15 * 60_000)).toBeLessThan(120_000);
+    // The registration is intact and no lock file is left: the agent's git works.
+    await git(wt, ["add", "after-verify.txt"]);
+    await git(wt, ["commit", "-q", "-m", "kept"]);
   });
 
   it("a checkout changed after the archive and before its removal is never removed: the workspace is made active again", async () => {

@@ -5,13 +5,14 @@
  * capture and deletion keeps the directory (`task_directory_changed`); the skip reasons, a
  * stored object that does not read back or cannot be decoded among them.
  */
-import { open, utimes } from "node:fs/promises";
+import { open, readdir, utimes } from "node:fs/promises";
 import path from "node:path";
 import { startStack, waitFor, type Stack } from "@reclaim/testkit";
 import {
   actionsAt,
   closeEvent as close,
   exists,
+  removed,
   snapshotOf,
   task as makeTask,
   TASK_ENV as ENV,
@@ -25,6 +26,7 @@ const { at, faults } = actionsAt([
   "task-directories.before-recheck",
   "task-directories.sealed",
   "task-directories.read-back",
+  "task-directories.staged",
 ]);
 beforeAll(async () => {
   stack = await startStack({ env: ENV, faults });
@@ -87,6 +89,25 @@ describe("a closed task's directory", () => {
       { reason: "comment" },
     );
     expect(again.body.outcome).toBe("already_applied");
+  });
+
+  it("is restored through a .restoring-* directory beside it, its name no longer than the directory's, none left after", async () => {
+    const t = await task();
+    await closeEvent(t);
+    await removed(stack, t);
+    let staged: string[] = [];
+    at["task-directories.staged"] = async () => {
+      staged = (await readdir(path.dirname(t.dir))).filter((n) => n.startsWith(".restoring-"));
+    };
+    const answer = await stack.api(
+      "POST",
+      `/v1/companies/${t.company}/execution-workspaces/${t.workspace}/reopen?wait=60`,
+      { reason: "run" },
+    );
+    expect(answer.body.outcome).toBe("restored");
+    expect(staged).toHaveLength(1);
+    expect(staged[0]!.length).toBeLessThanOrEqual(path.basename(t.dir).length);
+    expect((await readdir(path.dirname(t.dir))).filter((n) => n.startsWith("."))).toEqual([]);
   });
 
   it("is kept when a file is touched between the capture and the deletion (task_directory_changed)", async () => {

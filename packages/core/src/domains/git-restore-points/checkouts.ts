@@ -159,19 +159,21 @@ export async function verifyCheckouts(
   judged: Judged[],
   saved: Map<Judged, SavedPoint>,
   signal?: AbortSignal,
+  /** Where each checkout is now (its tree renamed aside); default: its own path. */
+  at: (checkoutPath: string) => string = (p) => p,
 ): Promise<string | null> {
   for (const j of judged) {
     const label = j.name === null ? "worktree" : `nested checkout ${j.name}`;
     const point = saved.get(j);
     if (point) {
-      const result = await verifyUnchanged(j.survey.path, point.manifest, { signal });
+      const result = await verifyUnchanged(at(j.survey.path), point.manifest, { signal });
       if (!result.unchanged) return `${label}: ${result.differences.map((d) => d.detail).join("; ")}`;
       continue;
     }
     // Reproducible when captured: it must still be, at the same commit and branches.
     let again: Capture;
     try {
-      again = await captureWorktree(j.survey.path, {
+      again = await captureWorktree(at(j.survey.path), {
         base: { kind: "remote", url: j.remoteUrl },
         scope: scopeOf(j.survey),
         nested: j.name !== null,

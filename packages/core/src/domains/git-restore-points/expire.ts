@@ -16,8 +16,9 @@
  *     changed;
  *  7. in the same transaction: the restore points activated and the workspace archived with
  *     the recipe `paperclip.git-cache-restoration.v2` and its removal plan (recipe.ts); commit.
- * After the commit, the checkout is renamed aside and deleted (removal.ts), still under the
- * git lock files, which go with it.
+ * After the commit, the checkout is renamed aside, verified there once more (a change made
+ * after step 6 by something git's lock files do not stop moves it back and rolls back), and
+ * deleted (removal.ts, finish.ts), still under the git lock files, which go with it.
  */
 import os from "node:os";
 import {
@@ -249,7 +250,11 @@ export async function expireWorkspace(
     const at = ctx.now();
     if (saved.size > 0) ctx.requestDeadlines([dueFor(companyId, "activated", at)]);
     await ctx.faults.hit("git-restore-points.archived");
-    const removed = await completeRemoval(ctx, companyId, workspaceId, done.removal, held);
+    // The tree renamed aside is verified once more: nothing outside git wrote into it since.
+    const removed = await completeRemoval(ctx, companyId, workspaceId, done.removal, held, (at) =>
+      verifyCheckouts(judged, saved, ctx.signal, at),
+    );
+    if (removed.state === "changed") throw new RolledBack("worktree_changed", removed.difference);
     return { ...done.result, reclaimedBytes: removed.reclaimedBytes };
   } catch (error) {
     if (committed === null) {

@@ -42,10 +42,13 @@ import { deleteAside, removeCheckout } from "./removal";
 import type { SavedPoint } from "./save";
 import { surveyWorkspace } from "./survey";
 
-export interface RemovalResult {
-  state: "removed" | "stopped";
-  reclaimedBytes: number;
-}
+export type RemovalResult =
+  | { state: "removed" | "stopped"; reclaimedBytes: number }
+  /** The tree renamed aside differed from what was saved: moved back, the workspace active again. */
+  | { state: "changed"; reclaimedBytes: 0; difference: string };
+
+/** Verifies the checkouts where they are now (`at` maps a checkout's path to its place aside). */
+export type AsideCheck = (at: (checkoutPath: string) => string) => Promise<string | null>;
 
 /** The shared clones a removal touches: those holding its registrations (`<clone>/.git/worktrees/<name>`) and branches. */
 function clonesOf(plan: Removal): string[] {
@@ -84,23 +87,53 @@ export async function completeRemoval(
   workspaceId: string,
   plan: Removal,
   held: HeldGitLocks[],
+  /**
+   * Verifies the tree once it is renamed aside (no write reaches it through its path any more):
+   * a change made after the locked verification (by something git's lock files do not stop)
+   * moves it back and makes the workspace active again instead of deleting it.
+   */
+  check?: AsideCheck,
 ): Promise<RemovalResult> {
   const record = (tx: Tx, next: Removal | null) =>
     mergeWorkspaceMetadata(tx, { companyId, workspaceId, now: ctx.now(), metadata: { [REMOVAL_KEY]: next } });
   let current = plan;
   if (current.state === "pending") {
     const pending = current;
+    const asideOf = (checkoutPath: string): string =>
+      checkoutPath === pending.path || checkoutPath.startsWith(`${pending.path}/`)
+        ? pending.aside + checkoutPath.slice(pending.path.length)
+        : checkoutPath;
     const step = await whileArchived(ctx, companyId, workspaceId, plan.lifecycleGeneration, async (tx) => {
       await lockSharedClones(tx, clonesOf(pending));
-      if (
-        (await removeCheckout(ctx.instanceRoot, pending, ctx.faults, () => releaseAll(held))) === "replaced"
-      )
-        return "replaced" as const;
+      const removed = await removeCheckout(
+        ctx.instanceRoot,
+        pending,
+        ctx.faults,
+        () => releaseAll(held),
+        check && (() => check(asideOf)),
+      );
+      if (removed === "replaced") return "replaced" as const;
+      if (typeof removed === "object") {
+        const row = (await workspaceRows(tx, companyId, [workspaceId])).get(workspaceId);
+        const recipe = readRecipe(metadataOf(row?.metadata));
+        await reactivateWorkspace(tx, {
+          companyId,
+          workspaceId,
+          now: ctx.now(),
+          removeKeys: [RECIPE_KEY, REMOVAL_KEY],
+          reopenPending: false,
+        });
+        return { changed: removed.changed, points: recipe.state === "ok" ? pointsOf(recipe.value) : [] };
+      }
       const next: Removal = { ...pending, state: "renamed" };
       await record(tx, next);
       return next;
     });
     if (step === "stopped" || step === "replaced") return { state: "stopped", reclaimedBytes: 0 };
+    if ("changed" in step) {
+      await supersedeAll(ctx, companyId, step.points);
+      return { state: "changed", reclaimedBytes: 0, difference: step.changed };
+    }
     current = step;
     await ctx.faults.hit("git-restore-points.registrations-removed");
   }
@@ -144,6 +177,7 @@ export async function resumeRemoval(
   const recipe = readRecipe(metadata);
   const held: HeldGitLocks[] = [];
   let judged: Judged[] = [];
+  let check: AsideCheck | undefined;
   try {
     if (plan.state === "pending") {
       const survey = await surveyWorkspace(ctx.instanceRoot, plan.path, ctx.signal);
@@ -169,6 +203,7 @@ export async function resumeRemoval(
         }
         const changed = await changedSince(ctx, companyId, recipe.value, survey, metadata);
         judged = changed.judged;
+        check = (at) => verifyCheckouts(changed.judged, changed.saved, ctx.signal, at);
         if (changed.difference !== null) {
           await rollBack(ctx, companyId, workspaceId, recipe.value, plan);
           return {
@@ -182,9 +217,17 @@ export async function resumeRemoval(
         }
       }
     }
-    const done = await completeRemoval(ctx, companyId, workspaceId, plan, held);
+    const done = await completeRemoval(ctx, companyId, workspaceId, plan, held, check);
     if (done.state === "stopped")
       return { ...result, outcome: "forget", next: { dueAt: null, reason: "reopened" } };
+    if (done.state === "changed")
+      return {
+        ...result,
+        outcome: "rolled_back",
+        reason: "worktree_changed",
+        detail: done.difference,
+        next: { dueAt: retry, reason: "rolled_back" },
+      };
     return {
       ...result,
       outcome: "removed",
@@ -205,13 +248,13 @@ async function changedSince(
   recipe: Recipe,
   survey: Extract<Awaited<ReturnType<typeof surveyWorkspace>>, { state: "present" }>,
   metadata: Record<string, unknown>,
-): Promise<{ difference: string | null; judged: Judged[] }> {
+): Promise<{ difference: string | null; judged: Judged[]; saved: Map<Judged, SavedPoint> }> {
   const restoredFrom = await restoredFromManifests(ctx.db, companyId, metadata);
   const expected = [recipe.worktree, ...recipe.contents];
   const names = survey.nested.map((n) => n.name).sort();
   const recorded = recipe.contents.map((c) => c.checkoutName).sort();
   if (JSON.stringify(names) !== JSON.stringify(recorded) || survey.unknownNested.length > 0) {
-    return { difference: "the nested checkouts are not the ones recorded", judged: [] };
+    return { difference: "the nested checkouts are not the ones recorded", judged: [], saved: new Map() };
   }
   const judgement = await judgeCheckouts(
     { survey: survey.checkout, remoteUrl: recipe.worktree.repoUrl },
@@ -220,21 +263,25 @@ async function changedSince(
     { tmpDir: os.tmpdir(), signal: ctx.signal, restoredFrom },
   );
   if (judgement.state === "blocked")
-    return { difference: `${judgement.reason}: ${judgement.detail}`, judged: [] };
+    return { difference: `${judgement.reason}: ${judgement.detail}`, judged: [], saved: new Map() };
   const saved = new Map<Judged, SavedPoint>();
   for (const j of judgement.checkouts) {
     const entry = expected.find((e) => e.path === j.survey.path);
     if (!entry || entry.head !== j.capture.preview.head.oid) {
-      return { difference: `${j.survey.path}: HEAD moved`, judged: judgement.checkouts };
+      return { difference: `${j.survey.path}: HEAD moved`, judged: judgement.checkouts, saved };
     }
     if (entry.restorePointId === null) {
       if (!j.reproducible)
-        return { difference: `${j.survey.path}: no longer reproducible`, judged: judgement.checkouts };
+        return { difference: `${j.survey.path}: no longer reproducible`, judged: judgement.checkouts, saved };
       continue;
     }
     const manifest = await storedManifest(ctx.db, companyId, entry.restorePointId);
     if (manifest === null)
-      return { difference: `restore point ${entry.restorePointId} is missing`, judged: judgement.checkouts };
+      return {
+        difference: `restore point ${entry.restorePointId} is missing`,
+        judged: judgement.checkouts,
+        saved,
+      };
     saved.set(j, { manifest } as SavedPoint);
   }
   // verifyCheckouts compares the reproducible ones with their own fresh capture, which is
@@ -244,7 +291,7 @@ async function changedSince(
     saved,
     ctx.signal,
   );
-  return { difference, judged: judgement.checkouts };
+  return { difference, judged: judgement.checkouts, saved };
 }
 
 /** The checkout changed after the archive: the workspace is active again, nothing is removed. */
@@ -256,9 +303,6 @@ async function rollBack(
   plan: Removal,
 ): Promise<void> {
   const now = ctx.now();
-  const points = [recipe.worktree, ...recipe.contents]
-    .map((c) => c.restorePointId)
-    .filter((id): id is string => id !== null);
   await ctx.db.$transaction(async (tx: Tx) => {
     if (!(await tryLockWorkspaceLifecycle(tx, workspaceId)))
       throw new Error("the workspace lifecycle lock is busy");
@@ -272,6 +316,18 @@ async function rollBack(
       reopenPending: false,
     });
   });
+  await supersedeAll(ctx, companyId, pointsOf(recipe));
+}
+
+function pointsOf(recipe: Recipe): string[] {
+  return [recipe.worktree, ...recipe.contents]
+    .map((c) => c.restorePointId)
+    .filter((id): id is string => id !== null);
+}
+
+/** A rolled-back expiration's restore points: superseded (the worktree they saved is kept). */
+async function supersedeAll(ctx: ExpireContext, companyId: string, points: string[]): Promise<void> {
+  const now = ctx.now();
   for (const id of points) {
     const result = await supersedeRestorePoint(ctx.db, companyId, id, now).catch(() => null);
     if (result) ctx.requestDeadlines(result.deadlines);

@@ -4,7 +4,8 @@
  * the archive, so a later sweep or a reopen finishes it):
  *
  *  1. the checkout is renamed to its recorded `.expired-<UUID>` name beside it, only if it is
- *     still the directory that was archived (device + inode);
+ *     still the directory that was archived (device + inode), and verified there against what
+ *     was saved (the expiration's `check`): a difference moves it back and stops here;
  *  2. its worktree registrations (`<clone>/.git/worktrees/<name>`, holding its index, HEAD,
  *     reflog and Reclaim's index.lock / HEAD.lock) are deleted, each only while it still names
  *     the removed checkout;
@@ -20,7 +21,7 @@
 import { realpath } from "node:fs/promises";
 import path from "node:path";
 import { breakLeftoverGitLocks, errnoCode, openSafeRepository } from "@reclaim/shared";
-import { PathRefused, provenDirBelow, removeRetired, retire } from "../../fs";
+import { PathRefused, provenDirBelow, removeRetired, retire, unretire } from "../../fs";
 import type { FaultPoints } from "../../faults";
 import type { Removal } from "./recipe";
 
@@ -89,10 +90,23 @@ async function deleteBranch(clone: string, ref: string, oid: string): Promise<vo
   }
 }
 
+/** The renamed tree goes back to its path (a change was found in it); refused when the path is taken. */
+async function moveBack(instanceRoot: string, removal: Removal): Promise<void> {
+  const parent = await provenDirBelow(instanceRoot, path.dirname(removal.path));
+  if (
+    typeof parent === "string" ||
+    !(await unretire(parent, path.basename(removal.aside), path.basename(removal.path)))
+  )
+    throw new Error(`${removal.aside} changed after its verification and cannot go back to ${removal.path}`);
+}
+
 /**
  * Steps 1 to 3, run holding the workspace lifecycle lock (the caller's): the checkout moves
  * aside, its registrations, nested branches and Reclaim's lock files outside it go.
  * `replaced`: another directory is at the path now (never touched); nothing was done.
+ * `check`: verifies the tree just renamed aside (given its path there) against what was saved;
+ * a difference (something outside git wrote into it after the locked verification) moves it
+ * back, with its registrations, branches and lock files untouched (`{ changed }`).
  */
 export async function removeCheckout(
   instanceRoot: string,
@@ -100,10 +114,18 @@ export async function removeCheckout(
   faults: FaultPoints,
   /** Releases the lock files this process still holds (before leftovers are broken). */
   release: () => Promise<void> = async () => undefined,
-): Promise<"renamed" | "replaced"> {
+  check?: (aside: string) => Promise<string | null>,
+): Promise<"renamed" | "replaced" | { changed: string }> {
   if (removal.state === "renamed") return "renamed";
   const moved = await renameAside(instanceRoot, removal);
   if (moved === "replaced") return "replaced";
+  if (moved === "renamed" && check) {
+    const difference = await check(removal.aside);
+    if (difference !== null) {
+      await moveBack(instanceRoot, removal);
+      return { changed: difference };
+    }
+  }
   await faults.hit("git-restore-points.renamed-aside");
   for (const r of removal.registrations) await removeRegistration(instanceRoot, r.adminDir, r.gitdir);
   // The branch ref locks go first: git refuses to delete a ref whose lock file exists. The

@@ -16,6 +16,7 @@
  * when the clone still has it, else a new branch from the base ref), nothing applied.
  */
 import { randomUUID } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import {
@@ -139,9 +140,56 @@ async function refOid(repo: SafeRepository, ref: string): Promise<string | null>
   return r.code === 0 ? r.stdout.toString().trim() : null;
 }
 
-/** Fetches the repository's branches into the clone's remote-tracking refs (safe runner, URL given). */
+/**
+ * Fetches the repository's branches into the clone's remote-tracking refs, never through the
+ * clone's own config: a `git fetch <url>` run in the clone follows its `url.<x>.insteadOf`, so
+ * an agent could send Reclaim's fetch to any repository Reclaim can reach and have it land in
+ * the shared clone. The fetch runs in a throwaway bare repository (a config of Reclaim's own,
+ * the clone's objects as alternates, so only what the clone lacks travels); what it brought is
+ * carried into the clone as a bundle (`git bundle unbundle`, a file: no URL to rewrite), and
+ * the remote-tracking refs are set in one transaction.
+ */
 async function fetchRepository(repo: SafeRepository, url: string, signal?: AbortSignal): Promise<void> {
-  await repo.git(["fetch", "-q", "--no-tags", "--", url, "+refs/heads/*:refs/remotes/origin/*"], { signal });
+  const tmp = await mkdtemp(path.join(os.tmpdir(), "reclaim-fetch-"));
+  try {
+    const helper = path.join(tmp, "helper.git");
+    await runSafeGit(["init", "-q", "--bare", `--object-format=${repo.objectFormat}`, helper], {
+      cwd: tmp,
+      env: remoteEnv(),
+      signal,
+    });
+    await writeFile(path.join(helper, "objects", "info", "alternates"), `${repo.objectsDir}\n`);
+    const env = { ...remoteEnv(), GIT_DIR: helper };
+    const inHelper = (args: string[], input?: string) =>
+      runSafeGit(args, { cwd: helper, env, signal, ...(input === undefined ? {} : { input }) });
+    await inHelper(["fetch", "-q", "--no-tags", "--", url, "+refs/heads/*:refs/heads/*"]);
+    const heads = (
+      await inHelper(["for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/"])
+    ).stdout
+      .toString()
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => line.split(" ") as [string, string]);
+    if (heads.length === 0) return;
+    const have = (await repo.text(["for-each-ref", "--format=%(objectname)"])).split("\n").filter(Boolean);
+    const revs = [...heads.map(([, ref]) => ref), ...[...new Set(have)].map((oid) => `^${oid}`)];
+    const missing = Number(
+      (await inHelper(["rev-list", "--count", "--objects", "--stdin"], revs.join("\n") + "\n")).stdout
+        .toString()
+        .trim(),
+    );
+    if (missing > 0) {
+      const bundle = path.join(tmp, "fetched.bundle");
+      await inHelper(["bundle", "create", "-q", bundle, "--stdin"], revs.join("\n") + "\n");
+      await repo.git(["bundle", "unbundle", bundle], { signal });
+    }
+    const updates = heads.map(
+      ([oid, ref]) => `update refs/remotes/origin/${ref.slice("refs/heads/".length)} ${oid}\n`,
+    );
+    await repo.git(["update-ref", "--stdin"], { input: updates.join(""), signal });
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
 }
 
 interface Start {
