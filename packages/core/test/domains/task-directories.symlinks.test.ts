@@ -11,11 +11,12 @@
 import { randomUUID } from "node:crypto";
 import { readdir, readFile, rename } from "node:fs/promises";
 import path from "node:path";
-import { outsideDirs, startStack, type Outside, type Stack } from "@reclaim/testkit";
+import { daysAgo, outsideDirs, startStack, type Outside, type Stack } from "@reclaim/testkit";
 import {
   actionsAt,
   closeEvent,
   exists,
+  issueDirectory,
   removed,
   reopen,
   task,
@@ -30,6 +31,8 @@ const { at, faults } = actionsAt([
   "task-directories.before-recheck",
   "task-directories.before-delete",
   "task-directories.staged",
+  "task-directories.orphan-judged",
+  "task-directories.orphan-renamed",
 ]);
 beforeAll(async () => {
   stack = await startStack({ env: TASK_ENV, faults });
@@ -37,10 +40,14 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop();
   await targets.removeAll();
+  await agedTargets.removeAll();
 });
 const targets = outsideDirs();
+/** Outside trees aged like an orphan past its grace: what an orphan's removal would take. */
+const agedTargets = outsideDirs(daysAgo(30));
 
-const entryOf = (t: Task) => `isolated-workspaces/${t.company}/${t.issue}`;
+type Dir = { company: string; issue: string; dir: string };
+const entryOf = (t: Dir) => `isolated-workspaces/${t.company}/${t.issue}`;
 
 /** A task directory's files, under `prefix` (a name in the company folder). */
 const shaped = (prefix: string) => ({
@@ -53,16 +60,17 @@ const shaped = (prefix: string) => ({
  * in its place holding `files`. Returns the outside directory and where the real folder is.
  */
 async function swapCompany(
-  t: Task,
+  t: Dir,
   files: Record<string, string>,
+  outside = targets,
 ): Promise<{ outside: Outside; real: string }> {
   const company = path.dirname(t.dir);
   const real = path.join(stack.instanceRoot, `moved-aside-${randomUUID()}`);
   await rename(company, real);
-  return { outside: await targets.plant(company, files), real };
+  return { outside: await outside.plant(company, files), real };
 }
 
-async function entryFor(t: Task, outcome: string) {
+async function entryFor(t: Dir, outcome: string) {
   const reports = await stack.waitForReports("task-directories", (rs) =>
     rs.some((r) => (r.entries ?? []).some((e) => e.id === entryOf(t) && e.outcome === outcome)),
   );
@@ -147,5 +155,34 @@ describe("a level of a task directory swapped for a link after it was judged", (
     expect(await outside.changes()).toEqual([]);
     expect((await workspaceRow(stack, t)).status).toBe("archived");
     expect(await restorePointStatus(t)).toBe("active");
+  });
+
+  it("an orphan, between its judgement and its rename: nothing outside is read or renamed, the orphan is kept", async () => {
+    const o = await issueDirectory(stack, { issue: "done" });
+    let swapped: { outside: Outside; real: string } | null = null;
+    at["task-directories.orphan-judged"] = async () => {
+      swapped = await swapCompany(o, { [`${o.issue}/notes.txt`]: "orphaned\n" }, agedTargets);
+    };
+    await stack.api("POST", "/v1/sweeps", { domain: "task-directories" });
+    expect((await entryFor(o, "skipped")).reason).toBe("unsafe_task_directory");
+    const { outside, real } = swapped!;
+    expect(await outside.changes()).toEqual([]);
+    expect(await readFile(path.join(real, o.issue, "notes.txt"), "utf8")).toBe("orphaned\n");
+  });
+
+  it("an orphan, between its rename and its delete: the outside tree of that name is not read or removed", async () => {
+    const o = await issueDirectory(stack, { issue: "done" });
+    let swapped: { outside: Outside; real: string } | null = null;
+    let expired = "";
+    at["task-directories.orphan-renamed"] = async () => {
+      expired = (await readdir(path.dirname(o.dir))).find((n) => n.startsWith(".expired-"))!;
+      swapped = await swapCompany(o, { [`${expired}/notes.txt`]: "orphaned\n" }, agedTargets);
+    };
+    await stack.api("POST", "/v1/sweeps", { domain: "task-directories" });
+    expect((await entryFor(o, "failed")).reason).toBe("delete_failed");
+    const { outside, real } = swapped!;
+    expect(await outside.changes()).toEqual([]);
+    // The renamed orphan is still where the real folder went, for the walk's leftover pass.
+    expect(await readFile(path.join(real, expired, "notes.txt"), "utf8")).toBe("orphaned\n");
   });
 });

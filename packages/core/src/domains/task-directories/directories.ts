@@ -183,6 +183,8 @@ export async function judgeDirectories(
           settle.push({ item: o.item, dueAt: null, reason: "dry_run" });
           continue;
         }
+        // Judged without a lock; what follows acts only on the directory judged.
+        await ctx.faults.hit("task-directories.orphan-judged");
         const kept = await recheckOrphan(ctx, tx, companyId, o);
         if (kept) {
           ctx.report.skip(id, kept.reason, { companyId });
@@ -226,6 +228,7 @@ export async function deleteRetiredOrphans(ctx: Ctx, retired: RetiredOrphan[]): 
   for (const r of retired) {
     const id = `isolated-workspaces/${r.companyId}/${r.issueId}`;
     try {
+      await ctx.faults.hit("task-directories.orphan-renamed");
       await removeRetired(r.folder, r.name);
       ctx.report.removedEntry(id, r.bytes, { companyId: r.companyId });
       cleanupLog(ctx, r.companyId, r.issueId, "removed", null, r.bytes);
