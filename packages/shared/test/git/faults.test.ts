@@ -165,19 +165,21 @@ describe("a capture that fails while git writes leaves the repository exactly as
 });
 
 describe("an apply that fails while git imports objects leaves the target exactly as it was", () => {
-  async function stored(): Promise<{
+  async function stored(megabytes?: number): Promise<{
     root: string;
     bare: string;
     stored: Stored;
     storage: ReturnType<typeof localStorage>;
   }> {
-    const { root, work, bare } = await heavyWorktree();
+    const { root, work, bare } = await heavyWorktree(megabytes);
     const storage = localStorage(path.join(root, "storage"));
     return { root, bare, storage, stored: await captureAndStore(work, storage, key) };
   }
 
   it("the importing git process (index-pack) killed with SIGKILL; a later apply succeeds", async () => {
-    const { root, bare, storage, stored: s } = await stored();
+    // Large enough that index-pack outlives a scan of /proc on a loaded machine (with 12 MiB
+    // it finished between two scans once at load average 11).
+    const { root, bare, storage, stored: s } = await stored(48);
     const target = await clone({ bare, seed: "" }, path.join(root, "target"));
     const before = await gitDirState(target);
     const applying = applyStored(target, storage, key, s);
