@@ -9,7 +9,7 @@
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { lstat, mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { startStack, type Stack } from "@reclaim/testkit";
@@ -24,7 +24,6 @@ import {
   workspaceRow,
   type Task,
 } from "@reclaim/testkit/src/fixtures/task-directories";
-import { setDeletable } from "./native-session-backups.fixtures";
 
 const DOMAIN = "task-directories";
 const HOUR = 3_600_000;
