@@ -9,7 +9,7 @@
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { startStack, type Stack } from "@reclaim/testkit";
@@ -24,6 +24,7 @@ import {
   workspaceRow,
   type Task,
 } from "@reclaim/testkit/src/fixtures/task-directories";
+import { setDeletable } from "./native-session-backups.fixtures";
 
 const DOMAIN = "task-directories";
 const HOUR = 3_600_000;
@@ -81,6 +82,12 @@ async function filesBelow(dir: string): Promise<string[]> {
 }
 
 const exec = promisify(execFile);
+
+/** Whether entries of `dir` can be renamed: `chattr -i`/`+i` as root, else its mode. */
+async function renamesIn(dir: string, allowed: boolean): Promise<void> {
+  if (process.getuid?.() === 0) await exec("chattr", [allowed ? "-i" : "+i", dir]);
+  else await chmod(dir, allowed ? 0o755 : 0o555);
+}
 
 /** The storage folder (`<instance>/data/storage`) down: a file where the folder was. */
 async function storageDown(): Promise<{ restore(): Promise<void>; files(): Promise<string[]> }> {
@@ -152,4 +159,57 @@ describe("a fault while a closed task's directory is saved or removed loses noth
       }
     },
   );
+
+  it("a rename the file system refuses leaves the directory in place, the row archived with its active restore point, and the removal resumes an hour later (rename_failed)", async () => {
+    const t = await task(stack);
+    const before = await snapshotOf(t.dir);
+    // Nothing in the company folder can be renamed (immutable as root, else read-only). The
+    // directory itself is left as captured: a flag on it would change its state digest, and the
+    // retry would rightly keep it as changed.
+    const company = path.dirname(t.dir);
+    await renamesIn(company, false);
+    let hour: number;
+    try {
+      await closeEvent(stack, t);
+      const failed = await firstEntry(t, "rename_failed", "failed");
+      expect(await snapshotOf(t.dir)).toEqual(before);
+      expect([(await workspaceRow(stack, t)).status, (await retention(t))?.state]).toEqual([
+        "archived",
+        "archived",
+      ]);
+      expect((await restorePoints(t)).map((rp) => rp.status)).toEqual(["active"]);
+      hour = failed.startedAt + HOUR;
+      expect([failed.dueAt?.getTime(), failed.ledger]).toEqual([hour, [hour]]);
+    } finally {
+      await renamesIn(company, true);
+    }
+    for (const k of Object.keys(before)) if (k.startsWith("node_modules")) delete before[k];
+    await removedThenRestored(t, new Date(hour), before);
+  });
+
+  it("a delete the file system refuses leaves the renamed tree and the active restore point, and the delete is tried again an hour later (delete_failed)", async () => {
+    const t = await task(stack);
+    const before = await snapshotOf(t.dir);
+    const file = ["reports", "summary.md"];
+    // One file cannot be deleted (immutable as root, else its folder read-only).
+    await setDeletable(path.join(t.dir, ...file), false);
+    let renamed = t.dir;
+    let hour: number;
+    try {
+      await closeEvent(stack, t);
+      const failed = await firstEntry(t, "delete_failed", "failed");
+      const state = (await retention(t))!;
+      renamed = path.join(path.dirname(t.dir), state.expiredName!);
+      expect([(await workspaceRow(stack, t)).status, state.state]).toEqual(["archived", "removing"]);
+      expect(await readdir(path.dirname(t.dir))).toEqual([state.expiredName]);
+      expect(await exists(path.join(renamed, ...file))).toBe(true);
+      expect((await restorePoints(t)).map((rp) => rp.status)).toEqual(["active"]);
+      hour = failed.startedAt + HOUR;
+      expect([failed.dueAt?.getTime(), failed.ledger]).toEqual([hour, [hour]]);
+    } finally {
+      await setDeletable(path.join(renamed, ...file), true);
+    }
+    for (const k of Object.keys(before)) if (k.startsWith("node_modules")) delete before[k];
+    await removedThenRestored(t, new Date(hour), before);
+  });
 });
