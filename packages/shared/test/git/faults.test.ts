@@ -178,7 +178,7 @@ describe("an apply that fails while git imports objects leaves the target exactl
 
   it("the importing git process (index-pack) killed with SIGKILL; a later apply succeeds", async () => {
     // Large enough that index-pack outlives a scan of /proc on a loaded machine (with 12 MiB
-    // it finished between two scans once at load average 11).
+    // it finished between two scans, at load averages 11 and 4); so do the cases below.
     const { root, bare, storage, stored: s } = await stored(48);
     const target = await clone({ bare, seed: "" }, path.join(root, "target"));
     const before = await gitDirState(target);
@@ -190,7 +190,7 @@ describe("an apply that fails while git imports objects leaves the target exactl
   });
 
   it("timed out while importing", async () => {
-    const { root, bare, storage, stored: s } = await stored();
+    const { root, bare, storage, stored: s } = await stored(48);
     const target = await clone({ bare, seed: "" }, path.join(root, "target"));
     const before = await gitDirState(target);
     const controller = new AbortController();
@@ -222,7 +222,7 @@ describe("an apply that fails while git imports objects leaves the target exactl
   });
 
   it("the whole process running it killed with SIGKILL: objects, refs, index and HEAD as they were; the next apply sweeps the leftovers", async () => {
-    const { root, bare, storage, stored: s } = await stored();
+    const { root, bare, storage, stored: s } = await stored(48);
     const target = await clone({ bare, seed: "" }, path.join(root, "target"));
     const before = await gitDirState(target);
     const job = path.join(root, "job.json");
