@@ -171,14 +171,25 @@ describe("git keeps it", () => {
     expect(await nextLook(t.ws)).toBeNull();
   });
 
-  it("git_lock_busy: git's own index.lock in the checkout, looked at again in 15 minutes", async () => {
-    const t = await closed("task-index-lock");
+  it.each([
+    ["index.lock", "index"],
+    ["HEAD.lock", "head"],
+    ["branch ref lock (refs/heads/<branch>.lock)", "ref"],
+  ])("git_lock_busy: git holds the checkout's %s; looked at again in 15 minutes", async (_name, which) => {
+    const t = await closed(`task-${which}-lock`);
     const gitDir = (await git(t.wt, ["rev-parse", "--absolute-git-dir"])).trim();
-    await writeFile(path.join(gitDir, "index.lock"), "");
+    const common = path.resolve(t.wt, (await git(t.wt, ["rev-parse", "--git-common-dir"])).trim());
+    const lock =
+      which === "index"
+        ? path.join(gitDir, "index.lock")
+        : which === "head"
+          ? path.join(gitDir, "HEAD.lock")
+          : path.join(common, "refs", "heads", `task-${which}-lock.lock`);
+    await writeFile(lock, "");
     await keptFor(t, "git_lock_busy");
     expect(Math.abs((await nextLook(t.ws))! - FIFTEEN_MINUTES)).toBeLessThan(120_000);
     // Git's own lock file is never touched.
-    expect(existsSync(path.join(gitDir, "index.lock"))).toBe(true);
+    expect(existsSync(lock)).toBe(true);
   });
 });
 
