@@ -108,6 +108,15 @@ async function storageDown(): Promise<{ restore(): Promise<void>; files(): Promi
   };
 }
 
+/** The storage folder down once the object is sealed, before it is read back and decoded. */
+async function storageDownAtReadBack(): Promise<{ restore(): Promise<void>; files(): Promise<string[]> }> {
+  let down: { restore(): Promise<void> } | null = null;
+  at["task-directories.sealed"] = async () => {
+    down = await storageDown();
+  };
+  return { restore: async () => down?.restore(), files: async () => [] };
+}
+
 /**
  * The storage folder full: a 1 MiB tmpfs mounted over it (a real ENOSPC; mounting needs root,
  * as in packages/shared/test/git/faults.test.ts) and 3 MiB of random bytes in the directory.
@@ -126,6 +135,7 @@ describe("a fault while a closed task's directory is saved or removed loses noth
   it.each([
     ["down (its folder is a file)", storageDown],
     ["full (ENOSPC on a 1 MiB tmpfs)", storageFull],
+    ["down at the read-back (after the seal)", storageDownAtReadBack],
   ])(
     "storage %s while saving keeps the directory and looks again in an hour (storage_unavailable)",
     async (_what, fault) => {
