@@ -12,8 +12,10 @@ import { randomBytes } from "node:crypto";
 import { chmod, mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
+import { PermanentError } from "@reclaim/core";
 import { startStack, type Stack } from "@reclaim/testkit";
 import {
+  actionsAt,
   closeEvent,
   exists,
   reopen,
@@ -31,8 +33,9 @@ const HOUR = 3_600_000;
 const entryOf = (t: Task) => `isolated-workspaces/${t.company}/${t.issue}`;
 
 let stack: Stack;
+const { at, faults } = actionsAt(["task-directories.sealed"]);
 beforeAll(async () => {
-  stack = await startStack({ env: TASK_ENV });
+  stack = await startStack({ env: TASK_ENV, faults });
 });
 afterAll(async () => stack?.stop());
 
@@ -211,5 +214,30 @@ describe("a fault while a closed task's directory is saved or removed loses noth
     }
     for (const k of Object.keys(before)) if (k.startsWith("node_modules")) delete before[k];
     await removedThenRestored(t, new Date(hour), before);
+  });
+
+  it("a capture that breaks off after registering its restore point leaves the directory, and restore-point retention deletes the abandoned capture at the end of its grace (abandoned_capture)", async () => {
+    const t = await task(stack);
+    const before = await snapshotOf(t.dir);
+    at["task-directories.sealed"] = () => Promise.reject(new PermanentError("the capture broke off (test)"));
+    await closeEvent(stack, t);
+    await stack.waitForReports(DOMAIN, (rs) => rs.some((r) => r.companyId === t.company && r.error !== null));
+    await stack.idle();
+    expect(await snapshotOf(t.dir)).toEqual(before);
+    const [pending, ...more] = await restorePoints(t);
+    expect([pending?.status, more]).toEqual(["pending", []]);
+    const file = path.join(stack.instanceRoot, "data", "storage", ...pending!.storageKey.split("/"));
+    expect(await exists(file)).toBe(true);
+    // Nothing polls: the grace's end is scheduled, or the sealed object would stay forever.
+    const graceEnd = pending!.createdAt.getTime() + HOUR;
+    const retention = await stack.db.reclaimDeadline.findMany({
+      where: { domain: "restore-point-retention", companyId: t.company },
+    });
+    expect(retention.map((d) => d.dueAt.getTime())).toContain(graceEnd);
+    // The grace's batch marks it delete_requested (abandoned_capture); the next deletes it.
+    await runAt(deps(), t.company, new Date(graceEnd), "restore-point-retention");
+    await runAt(deps(), t.company, new Date(graceEnd), "restore-point-retention");
+    expect((await restorePoints(t)).map((rp) => rp.status)).toEqual(["deleted"]);
+    expect(await exists(file)).toBe(false);
   });
 });
