@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { createLogger, lockWorkspaceLifecycle } from "@reclaim/core";
+import { createLogger, lockIssueSource, lockWorkspaceLifecycle } from "@reclaim/core";
 import { startStack, type Stack } from "@reclaim/testkit";
 import {
   DOMAIN,
@@ -194,29 +194,33 @@ describe("git keeps it", () => {
 });
 
 describe("the expiration locks and the checkout's place", () => {
-  it("lock_busy: Paperclip holds the workspace lifecycle lock; looked at again in 15 minutes", async () => {
-    const t = await closed("task-lifecycle-lock");
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let held!: () => void;
-    const holding = new Promise<void>((resolve) => (held = resolve));
-    const holder = stack.db.$transaction(
-      async (tx) => {
-        await lockWorkspaceLifecycle(tx, t.ws);
-        held();
-        await released;
-      },
-      { timeout: 120_000 },
-    );
-    await holding;
-    try {
-      await keptFor(t, "lock_busy");
-    } finally {
-      release();
-      await holder;
-    }
-    expect(Math.abs((await nextLook(t.ws))! - FIFTEEN_MINUTES)).toBeLessThan(120_000);
-  });
+  it.each(["workspace lifecycle lock", "issue's source lock"])(
+    "lock_busy: Paperclip holds the %s; looked at again in 15 minutes",
+    async (which) => {
+      const t = await closed(`task-${which.split(" ")[0]!.replace(/\W/g, "")}-lock`);
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let held!: () => void;
+      const holding = new Promise<void>((resolve) => (held = resolve));
+      const holder = stack.db.$transaction(
+        async (tx) => {
+          if (which.startsWith("workspace")) await lockWorkspaceLifecycle(tx, t.ws);
+          else expect(await lockIssueSource(tx, t.project.companyId, t.issueId)).toBe(true);
+          held();
+          await released;
+        },
+        { timeout: 120_000 },
+      );
+      await holding;
+      try {
+        await keptFor(t, "lock_busy");
+      } finally {
+        release();
+        await holder;
+      }
+      expect(Math.abs((await nextLook(t.ws))! - FIFTEEN_MINUTES)).toBeLessThan(120_000);
+    },
+  );
 
   it("unsafe_workspace_path: a checkout path through a symbolic link is never followed", async () => {
     const t = await closed("task-symlink");
