@@ -137,6 +137,7 @@ describe.each([
   "task-directories.read-back",
   "task-directories.captured",
   "task-directories.archived",
+  "task-directories.before-rename",
   "task-directories.before-recheck",
   "task-directories.renamed",
   "task-directories.after-rename",

@@ -28,6 +28,7 @@ const POINTS = [
   "git-restore-points.verified",
   "git-restore-points.before-commit",
   "git-restore-points.archived",
+  "git-restore-points.renamed-unverified",
   "git-restore-points.renamed-aside",
   "git-restore-points.registrations-removed",
   "git-restore-points.deleted",

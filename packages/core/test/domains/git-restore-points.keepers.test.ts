@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { createLogger, lockWorkspaceLifecycle } from "@reclaim/core";
+import { createLogger, lockIssueSource, lockWorkspaceLifecycle } from "@reclaim/core";
 import { startStack, type Stack } from "@reclaim/testkit";
 import {
   DOMAIN,
@@ -171,41 +171,56 @@ describe("git keeps it", () => {
     expect(await nextLook(t.ws)).toBeNull();
   });
 
-  it("git_lock_busy: git's own index.lock in the checkout, looked at again in 15 minutes", async () => {
-    const t = await closed("task-index-lock");
+  it.each([
+    ["index.lock", "index"],
+    ["HEAD.lock", "head"],
+    ["branch ref lock (refs/heads/<branch>.lock)", "ref"],
+  ])("git_lock_busy: git holds the checkout's %s; looked at again in 15 minutes", async (_name, which) => {
+    const t = await closed(`task-${which}-lock`);
     const gitDir = (await git(t.wt, ["rev-parse", "--absolute-git-dir"])).trim();
-    await writeFile(path.join(gitDir, "index.lock"), "");
+    const common = path.resolve(t.wt, (await git(t.wt, ["rev-parse", "--git-common-dir"])).trim());
+    const lock =
+      which === "index"
+        ? path.join(gitDir, "index.lock")
+        : which === "head"
+          ? path.join(gitDir, "HEAD.lock")
+          : path.join(common, "refs", "heads", `task-${which}-lock.lock`);
+    await writeFile(lock, "");
     await keptFor(t, "git_lock_busy");
     expect(Math.abs((await nextLook(t.ws))! - FIFTEEN_MINUTES)).toBeLessThan(120_000);
     // Git's own lock file is never touched.
-    expect(existsSync(path.join(gitDir, "index.lock"))).toBe(true);
+    expect(existsSync(lock)).toBe(true);
   });
 });
 
 describe("the expiration locks and the checkout's place", () => {
-  it("lock_busy: Paperclip holds the workspace lifecycle lock; looked at again in 15 minutes", async () => {
-    const t = await closed("task-lifecycle-lock");
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let held!: () => void;
-    const holding = new Promise<void>((resolve) => (held = resolve));
-    const holder = stack.db.$transaction(
-      async (tx) => {
-        await lockWorkspaceLifecycle(tx, t.ws);
-        held();
-        await released;
-      },
-      { timeout: 120_000 },
-    );
-    await holding;
-    try {
-      await keptFor(t, "lock_busy");
-    } finally {
-      release();
-      await holder;
-    }
-    expect(Math.abs((await nextLook(t.ws))! - FIFTEEN_MINUTES)).toBeLessThan(120_000);
-  });
+  it.each(["workspace lifecycle lock", "issue's source lock"])(
+    "lock_busy: Paperclip holds the %s; looked at again in 15 minutes",
+    async (which) => {
+      const t = await closed(`task-${which.split(" ")[0]!.replace(/\W/g, "")}-lock`);
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let held!: () => void;
+      const holding = new Promise<void>((resolve) => (held = resolve));
+      const holder = stack.db.$transaction(
+        async (tx) => {
+          if (which.startsWith("workspace")) await lockWorkspaceLifecycle(tx, t.ws);
+          else expect(await lockIssueSource(tx, t.project.companyId, t.issueId)).toBe(true);
+          held();
+          await released;
+        },
+        { timeout: 120_000 },
+      );
+      await holding;
+      try {
+        await keptFor(t, "lock_busy");
+      } finally {
+        release();
+        await holder;
+      }
+      expect(Math.abs((await nextLook(t.ws))! - FIFTEEN_MINUTES)).toBeLessThan(120_000);
+    },
+  );
 
   it("unsafe_workspace_path: a checkout path through a symbolic link is never followed", async () => {
     const t = await closed("task-symlink");

@@ -1,9 +1,11 @@
 /**
  * The reopen fails closed and never overwrites (spec: "A failed restore leaves the workspace
  * closed"; issue 10: "a target that diverged is never overwritten"), and finishes what an
- * interrupted expiration left: a checkout still at its path is kept as it is
- * (`already_applied`), a checkout already renamed aside has its removal finished first and is
- * then restored. Through the worker and the reopen route, real repositories, PostgreSQL, Redis.
+ * interrupted expiration left: a checkout still at its path, or renamed aside with its
+ * registrations still in place, is kept as it is (`already_applied`; a file written into it
+ * after the verification is never deleted); one whose registrations are gone has its removal
+ * finished first and is then restored. Through the worker and the reopen route, real
+ * repositories, PostgreSQL, Redis.
  */
 import { existsSync } from "node:fs";
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
@@ -31,6 +33,8 @@ beforeAll(async () => {
     faults: FaultPoints.of({
       "git-restore-points.archived": stop("git-restore-points.archived"),
       "git-restore-points.renamed-aside": stop("git-restore-points.renamed-aside"),
+      "git-restore-points.renamed-unverified": stop("git-restore-points.renamed-unverified"),
+      "git-restore-points.registrations-removed": stop("git-restore-points.registrations-removed"),
     }),
   });
 });
@@ -119,12 +123,27 @@ it("an expiration stopped after its archive and before the rename: the reopen ke
   await git(t.wt, ["commit", "-q", "-m", "after the reopen"]);
 });
 
-it("an expiration stopped after the rename aside: the reopen finishes the removal first, then restores every byte", async () => {
+it("an expiration stopped after the rename aside, before the registrations go: the reopen moves the tree back and keeps it as it is (already_applied)", async () => {
   const t = await dirtyWorkspace(stack, "task-stopped-renamed", { closedDaysAgo: 4 });
   const before = await checkoutFacts(t.wt);
   await stoppedAt(t, "git-restore-points.renamed-aside");
   expect(existsSync(t.wt)).toBe(false);
   expect((await readdir(path.dirname(t.wt))).filter((n) => n.startsWith(".expired-"))).toHaveLength(1);
+  expect(await reopen(stack, t.project.companyId, t.ws)).toEqual(
+    expect.objectContaining({ outcome: "already_applied", path: t.wt }),
+  );
+  expect(await checkoutFacts(t.wt)).toEqual(before);
+  expect((await readdir(path.dirname(t.wt))).filter((n) => n.startsWith("."))).toEqual([]);
+  const row = await stack.db.executionWorkspace.findUniqueOrThrow({ where: { id: t.ws } });
+  expect(row.status).toBe("active");
+  expect(await activePoints(t.ws)).toBe(0);
+});
+
+it("an expiration stopped after the registrations were removed: the reopen finishes the removal first, then restores every byte", async () => {
+  const t = await dirtyWorkspace(stack, "task-stopped-deregistered", { closedDaysAgo: 4 });
+  const before = await checkoutFacts(t.wt);
+  await stoppedAt(t, "git-restore-points.registrations-removed");
+  expect(existsSync(t.wt)).toBe(false);
   expect(await reopen(stack, t.project.companyId, t.ws)).toEqual(
     expect.objectContaining({ outcome: "restored", path: t.wt }),
   );
@@ -133,4 +152,46 @@ it("an expiration stopped after the rename aside: the reopen finishes the remova
   const row = await stack.db.executionWorkspace.findUniqueOrThrow({ where: { id: t.ws } });
   expect(row.status).toBe("active");
   expect(await activePoints(t.ws)).toBe(0);
+});
+
+/** The single `.expired-*` tree beside the checkout (renamed aside, not yet verified there). */
+async function asideOf(wt: string): Promise<string> {
+  const names = (await readdir(path.dirname(wt))).filter((n) => n.startsWith(".expired-"));
+  expect(names).toHaveLength(1);
+  return path.join(path.dirname(wt), names[0]!);
+}
+
+it("an expiration stopped between the rename aside and the verification there: a file written into the renamed tree is never deleted; the next sweep moves it back and rolls back", async () => {
+  const t = await dirtyWorkspace(stack, "task-unverified-sweep", { closedDaysAgo: 4 });
+  await stoppedAt(t, "git-restore-points.renamed-unverified");
+  expect(existsSync(t.wt)).toBe(false);
+  // Written after the locked verification; the rename carried it aside.
+  await writeFile(path.join(await asideOf(t.wt), "late.txt"), "written after the verification\n");
+  await wakeIssue(stack, t.project.companyId, t.issueId);
+  expect(await workspaceEntry(stack, t.project.companyId, t.ws, "rolled_back")).toEqual(
+    expect.objectContaining({ reason: "worktree_changed" }),
+  );
+  expect(await readFile(path.join(t.wt, "late.txt"), "utf8")).toBe("written after the verification\n");
+  expect(await readFile(path.join(t.wt, "notes.md"), "utf8")).toBe("untracked\n");
+  expect((await readdir(path.dirname(t.wt))).filter((n) => n.startsWith("."))).toEqual([]);
+  const row = await stack.db.executionWorkspace.findUniqueOrThrow({ where: { id: t.ws } });
+  expect(row.status).toBe("active");
+  await git(t.wt, ["add", "late.txt"]);
+});
+
+it("an expiration stopped between the rename aside and the verification there: the reopen keeps the renamed tree as it is (already_applied)", async () => {
+  const t = await dirtyWorkspace(stack, "task-unverified-reopen", { closedDaysAgo: 4 });
+  await stoppedAt(t, "git-restore-points.renamed-unverified");
+  await writeFile(path.join(await asideOf(t.wt), "late.txt"), "written after the verification\n");
+  expect(await reopen(stack, t.project.companyId, t.ws)).toEqual(
+    expect.objectContaining({ outcome: "already_applied", path: t.wt }),
+  );
+  expect(await readFile(path.join(t.wt, "late.txt"), "utf8")).toBe("written after the verification\n");
+  expect(await readFile(path.join(t.wt, "notes.md"), "utf8")).toBe("untracked\n");
+  expect((await git(t.wt, ["log", "-1", "--format=%s"])).trim()).toBe("unpushed");
+  expect((await readdir(path.dirname(t.wt))).filter((n) => n.startsWith("."))).toEqual([]);
+  const row = await stack.db.executionWorkspace.findUniqueOrThrow({ where: { id: t.ws } });
+  expect(row.status).toBe("active");
+  await git(t.wt, ["add", "late.txt"]);
+  await git(t.wt, ["commit", "-q", "-m", "kept"]);
 });

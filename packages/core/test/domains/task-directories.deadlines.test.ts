@@ -13,16 +13,7 @@ import { randomUUID } from "node:crypto";
 import { lstat, mkdir, readdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import pg from "pg";
-import {
-  createDb,
-  FaultPoints,
-  runJob,
-  silentLogger,
-  TestClock,
-  toBatchReport,
-  type BatchReport,
-  type Db,
-} from "@reclaim/core";
+import { createDb, silentLogger, toBatchReport, type BatchReport, type Db } from "@reclaim/core";
 import { createScheduler, type SchedulerService } from "@reclaim/scheduler/src/service";
 import {
   createTestDatabase,
@@ -41,6 +32,7 @@ import {
   exists,
   issueDirectory,
   removed,
+  runAt,
   task,
   TASK_ENV,
   type Task,
@@ -75,33 +67,6 @@ async function nothingScheduled(db: Db, scheduler: SchedulerService): Promise<bo
     .queue(DOMAIN)
     .getJobCounts("delayed", "waiting", "active", "prioritized");
   return deadlines + items + Object.values(jobs).reduce((a, b) => a + b, 0) === 0;
-}
-
-/** The deadline job of `scope` as a worker runs it when the clock reads `at`. */
-function runAt(
-  deps: { db: Db; scheduler: SchedulerService; instanceRoot: string },
-  scope: string,
-  at: Date,
-): Promise<BatchReport> {
-  return runJob(
-    {
-      db: deps.db,
-      queues: deps.scheduler.deps.queues,
-      clock: new TestClock(at),
-      instanceRoot: deps.instanceRoot,
-      log: silentLogger,
-      faults: FaultPoints.none(),
-      configs: deps.scheduler.deps.configs,
-      domains: deps.scheduler.deps.domains,
-    },
-    {
-      id: `${DOMAIN}--${scope}`,
-      data: { kind: "deadline", domain: DOMAIN, scope },
-      attemptsMade: 0,
-      attempts: 1,
-      signal: new AbortController().signal,
-    },
-  );
 }
 
 describe("the walk at every server start, then only what changes point to", () => {

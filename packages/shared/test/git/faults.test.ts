@@ -165,19 +165,21 @@ describe("a capture that fails while git writes leaves the repository exactly as
 });
 
 describe("an apply that fails while git imports objects leaves the target exactly as it was", () => {
-  async function stored(): Promise<{
+  async function stored(megabytes?: number): Promise<{
     root: string;
     bare: string;
     stored: Stored;
     storage: ReturnType<typeof localStorage>;
   }> {
-    const { root, work, bare } = await heavyWorktree();
+    const { root, work, bare } = await heavyWorktree(megabytes);
     const storage = localStorage(path.join(root, "storage"));
     return { root, bare, storage, stored: await captureAndStore(work, storage, key) };
   }
 
   it("the importing git process (index-pack) killed with SIGKILL; a later apply succeeds", async () => {
-    const { root, bare, storage, stored: s } = await stored();
+    // Large enough that index-pack outlives a scan of /proc on a loaded machine (with 12 MiB
+    // it finished between two scans, at load averages 11 and 4); so do the cases below.
+    const { root, bare, storage, stored: s } = await stored(48);
     const target = await clone({ bare, seed: "" }, path.join(root, "target"));
     const before = await gitDirState(target);
     const applying = applyStored(target, storage, key, s);
@@ -188,7 +190,7 @@ describe("an apply that fails while git imports objects leaves the target exactl
   });
 
   it("timed out while importing", async () => {
-    const { root, bare, storage, stored: s } = await stored();
+    const { root, bare, storage, stored: s } = await stored(48);
     const target = await clone({ bare, seed: "" }, path.join(root, "target"));
     const before = await gitDirState(target);
     const controller = new AbortController();
@@ -220,7 +222,7 @@ describe("an apply that fails while git imports objects leaves the target exactl
   });
 
   it("the whole process running it killed with SIGKILL: objects, refs, index and HEAD as they were; the next apply sweeps the leftovers", async () => {
-    const { root, bare, storage, stored: s } = await stored();
+    const { root, bare, storage, stored: s } = await stored(48);
     const target = await clone({ bare, seed: "" }, path.join(root, "target"));
     const before = await gitDirState(target);
     const job = path.join(root, "job.json");

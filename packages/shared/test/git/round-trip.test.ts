@@ -104,3 +104,51 @@ describe("round trip into a fresh clone", () => {
     expect(existsSync(path.join(fresh, ".claude", "settings.local.json"))).toBe(false);
   });
 });
+
+describe("capture against remote-tracking refs (base `remote-tracking`: the caller fetched just now)", () => {
+  it("takes the remote-tracking tips as the base, bundles only what they lack, and applies into a fresh clone; a stale tip the remote dropped fails the apply closed", async () => {
+    const root = await tempDir();
+    const remote = await makeRemote(root, { "a.txt": "a\n" });
+    // The remote gains a branch `side` that the worktree fetches; the worktree builds on it.
+    await git(remote.seed, ["checkout", "-q", "-b", "side"]);
+    await writeFile(path.join(remote.seed, "side.txt"), "side\n");
+    await git(remote.seed, ["add", "side.txt"]);
+    await git(remote.seed, ["commit", "-q", "-m", "on the remote"]);
+    await git(remote.seed, ["push", "-q", "origin", "side"]);
+    const side = (await git(remote.seed, ["rev-parse", "HEAD"])).trim();
+    const work = await clone(remote, path.join(root, "work"));
+    await git(work, ["checkout", "-q", "-b", "task", "origin/side"]);
+    await writeFile(path.join(work, "task.txt"), "unpushed\n");
+    await git(work, ["add", "task.txt"]);
+    await git(work, ["commit", "-q", "-m", "unpushed on side"]);
+    await writeFile(path.join(work, "notes.md"), "untracked\n");
+
+    const storage = localStorage(path.join(root, "storage"));
+    const stored = await captureAndStore(work, storage, key, { base: { kind: "remote-tracking" } });
+    expect(stored.manifest.base.source).toBe("remote-tracking");
+    expect(stored.manifest.base.oids).toContain(side);
+    expect(stored.manifest.bundle?.commits).toBe(1);
+    const fresh = await clone(remote, path.join(root, "fresh"));
+    await expect(applyStored(fresh, storage, key, stored)).resolves.toMatchObject({ status: "applied" });
+    expect(await repoFacts(fresh, { leaveOut: true })).toEqual(await repoFacts(work, { leaveOut: true }));
+
+    // The remote drops `side` after the fetch: the remote-tracking ref still names it, so the
+    // capture takes it as present; a clone made now lacks it and the apply fails closed.
+    await git(remote.seed, ["push", "-q", "origin", ":side"]);
+    const later = await captureAndStore(work, storage, key, { base: { kind: "remote-tracking" } });
+    // (--no-local: a local clone copies every object of the remote, reachable or not.)
+    const lacking = path.join(root, "lacking");
+    await git(root, ["clone", "-q", "--no-local", remote.bare, lacking]);
+    const before = await repoFacts(lacking);
+    await expect(applyStored(lacking, storage, key, later)).rejects.toMatchObject({
+      code: "RECLAIM_ERR_GIT_APPLY_BASE_MISSING",
+    });
+    expect(await repoFacts(lacking)).toEqual(before);
+    // The base `remote` (listed fresh) bundles it instead, and that applies.
+    const fromRemote = await captureAndStore(work, storage, key);
+    expect(fromRemote.manifest.bundle?.commits).toBe(2);
+    await expect(applyStored(lacking, storage, key, fromRemote)).resolves.toMatchObject({
+      status: "applied",
+    });
+  });
+});

@@ -71,6 +71,13 @@ describe("verifyUnchanged", () => {
     expect(kinds).not.toContain("head");
   });
 
+  it("detects ORIG_HEAD moved alone (its digest), and a HEAD reflog entry dropped alone", async () => {
+    await expect(
+      kindsAfter((w) => git(w, ["update-ref", "--no-deref", "ORIG_HEAD", "origin/main"])),
+    ).resolves.toEqual(["history"]);
+    await expect(kindsAfter((w) => git(w, ["reflog", "delete", "HEAD@{1}"]))).resolves.toEqual(["history"]);
+  });
+
   it("detects a moved remote-tracking ref", async () => {
     await expect(
       kindsAfter((w) => git(w, ["update-ref", "refs/remotes/origin/main", "HEAD"])),

@@ -38,7 +38,7 @@ import type { ExpireContext, ExpireResult } from "./expire";
 import { RECIPE_KEY, readRecipe, readRemoval, REMOVAL_KEY, type Recipe, type Removal } from "./recipe";
 import { restoredFromManifests, storedManifest } from "./manifests";
 import { lockSharedClones } from "./queries";
-import { deleteAside, removeCheckout } from "./removal";
+import { deleteAside, removeCheckout, returnUnverified } from "./removal";
 import type { SavedPoint } from "./save";
 import { surveyWorkspace } from "./survey";
 
@@ -180,6 +180,8 @@ export async function resumeRemoval(
   let check: AsideCheck | undefined;
   try {
     if (plan.state === "pending") {
+      // Stopped between the rename aside and the verification there: verified in place first.
+      await returnUnverified(ctx.instanceRoot, plan);
       const survey = await surveyWorkspace(ctx.instanceRoot, plan.path, ctx.signal);
       if (survey.state === "present") {
         if (recipe.state !== "ok")

@@ -18,7 +18,7 @@
  * lifecycle lock, only while the row's lifecycle generation is the archive's (finish.ts, and
  * the reopen, which finishes a pending removal before it restores).
  */
-import { realpath } from "node:fs/promises";
+import { readFile, realpath } from "node:fs/promises";
 import path from "node:path";
 import { breakLeftoverGitLocks, errnoCode, openSafeRepository } from "@reclaim/shared";
 import { PathRefused, provenDirBelow, removeRetired, retire, unretire } from "../../fs";
@@ -101,6 +101,31 @@ async function moveBack(instanceRoot: string, removal: Removal): Promise<void> {
 }
 
 /**
+ * A tree a stopped run renamed aside but maybe never verified there (the plan is still
+ * `pending` and every worktree registration still names it: they go only after the
+ * verification passed): back to its path, so the next attempt verifies it in place and renames
+ * it again, or a reopen keeps it. Nothing when the path is taken, the aside is gone or not a
+ * real directory, or a registration is gone (verified; its index and reflog went with it).
+ */
+export async function returnUnverified(instanceRoot: string, removal: Removal): Promise<boolean> {
+  if (removal.state !== "pending") return false;
+  for (const r of removal.registrations) {
+    const named = await readFile(path.join(r.adminDir, "gitdir"), "utf8").catch(() => null);
+    if (named === null || named.trim() !== r.gitdir) return false;
+  }
+  const parent = await provenDirBelow(instanceRoot, path.dirname(removal.path));
+  if (typeof parent === "string") return false;
+  const aside = await parent.lstatEntry(path.basename(removal.aside));
+  if (aside === null || !aside.isDirectory()) return false;
+  try {
+    return await unretire(parent, path.basename(removal.aside), path.basename(removal.path));
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") return false;
+    throw error;
+  }
+}
+
+/**
  * Steps 1 to 3, run holding the workspace lifecycle lock (the caller's): the checkout moves
  * aside, its registrations, nested branches and Reclaim's lock files outside it go.
  * `replaced`: another directory is at the path now (never touched); nothing was done.
@@ -120,6 +145,7 @@ export async function removeCheckout(
   const moved = await renameAside(instanceRoot, removal);
   if (moved === "replaced") return "replaced";
   if (moved === "renamed" && check) {
+    await faults.hit("git-restore-points.renamed-unverified");
     const difference = await check(removal.aside);
     if (difference !== null) {
       await moveBack(instanceRoot, removal);

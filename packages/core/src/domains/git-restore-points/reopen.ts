@@ -36,7 +36,7 @@ import type { GitRestorePointsConfig } from "./config";
 import { manifestOf, RESTORED_FROM_KEY } from "./manifests";
 import { lockSharedClones } from "./queries";
 import { readRecipe, readRemoval, RECIPE_KEY, REMOVAL_KEY, type CheckoutRecipe, type Recipe } from "./recipe";
-import { deleteAside, removeCheckout } from "./removal";
+import { deleteAside, removeCheckout, returnUnverified } from "./removal";
 import { restoreCheckout, RestoreRefused, type CheckoutRestore, type RestoreDeps } from "./restore";
 
 type Ctx = ReopenContext<GitRestorePointsConfig>;
@@ -73,6 +73,8 @@ async function reopenGitWorkspace(ctx: Ctx, tx: Tx, row: WorkspaceRow): Promise<
   const removal = readRemoval(metadata);
   if (removal.state === "ok" && removal.value.lifecycleGeneration === lifecycleGeneration(row.metadata)) {
     const plan = removal.value;
+    // A tree renamed aside by an expiration that stopped before verifying it there: kept.
+    await returnUnverified(ctx.instanceRoot, plan);
     if (plan.state === "pending" && (await stillThere(ctx.instanceRoot, plan.path, plan.identity))) {
       // Locks a killed expiration left behind; a live one's go when it stops (the row moved on).
       await breakLeftoverGitLocks(plan.lockFiles);

@@ -82,9 +82,11 @@ export async function captureDirectory(
   instanceKey: InstanceKey,
   input: CaptureInput,
   faults: CaptureFaults,
+  /** Records deadlines: the registration's capture grace (restore-point retention's). */
+  deadlines: (requests: DeadlineRequest[]) => void,
   signal?: AbortSignal,
 ): Promise<CaptureResult> {
-  const { restorePoint } = await registerRestorePoint(
+  const registered = await registerRestorePoint(
     db,
     storage,
     {
@@ -96,6 +98,12 @@ export async function captureDirectory(
     },
     input.now,
   );
+  // The end of the capture grace, recorded with the job's report: a capture that breaks off
+  // (the job failing after this) leaves a pending restore point and its object, which only
+  // restore-point retention deletes, and nothing polls for it. (A killed job records nothing;
+  // its retry registers again, and retention's batch then also takes the older pending rows.)
+  deadlines(registered.deadlines);
+  const { restorePoint } = registered;
   const storageKey = StorageKey.parse(restorePoint.storageKey);
   try {
     const { stream, summary } = encodeSnapshot(input.plan, { signal });

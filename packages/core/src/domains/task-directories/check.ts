@@ -15,7 +15,15 @@
  * finish (after commit): remove what was archived now or earlier (removal.ts), settle those
  *   items (done, or an hour later), and ask for the company's job at its earliest item.
  */
-import { INSTANCE_SCOPE, dueItems, forgetItems, nextItemDue, settleItem, type DueItem } from "../../ledger";
+import {
+  INSTANCE_SCOPE,
+  dueItems,
+  forgetItems,
+  nextItemDue,
+  settleItem,
+  type DeadlineRequest,
+  type DueItem,
+} from "../../ledger";
 import type { Tx } from "../../db";
 import { storageFor } from "../../storage";
 import { isClosedWorkspaceStatus, workspaceRows, type WorkspaceRow } from "../../workspaces";
@@ -174,14 +182,13 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
         now: ctx.startedAt,
       },
       ctx.faults,
+      (requests) => schedule(ctx, requests),
       ctx.signal,
     );
     await ctx.faults.hit("task-directories.captured");
     if (!result.ok) {
       if (result.restorePointId) {
-        for (const d of await dropRestorePoint(ctx.db, companyId, result.restorePointId, ctx.startedAt)) {
-          ctx.deadlines.at(d.reason, d.dueAt, d.scope, d.domain as typeof DOMAIN);
-        }
+        schedule(ctx, await dropRestorePoint(ctx.db, companyId, result.restorePointId, ctx.startedAt));
       }
       await keep(ctx, id, row, result.reason);
       const retry = result.reason === "storage_unavailable" || result.reason === "task_directory_changed";
@@ -195,6 +202,11 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
     prepared.candidates.push({ item, row, path, captured: result.captured, bytes: planned.bytes });
   }
   return prepared;
+}
+
+/** Deadlines of other domains (restore-point retention's) this batch asks for. */
+function schedule(ctx: Ctx, requests: DeadlineRequest[]): void {
+  for (const d of requests) ctx.deadlines.at(d.reason, d.dueAt, d.scope, d.domain as typeof DOMAIN);
 }
 
 async function keep(ctx: Ctx, id: string, row: WorkspaceRow, reason: string, detail?: string[]) {
@@ -221,14 +233,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     const id = entryId(c.row.company_id, c.row.source_issue_id!);
     const archived = await archiveUnderLocks(ctx, tx, c);
     if ("kept" in archived) {
-      for (const d of await dropRestorePoint(
-        tx,
-        c.row.company_id,
-        c.captured.restorePointId,
-        ctx.startedAt,
-      )) {
-        ctx.deadlines.at(d.reason, d.dueAt, d.scope, d.domain as typeof DOMAIN);
-      }
+      schedule(ctx, await dropRestorePoint(tx, c.row.company_id, c.captured.restorePointId, ctx.startedAt));
       await keep(ctx, id, c.row, archived.kept);
       const retry = archived.kept === "lock_busy" || archived.kept === "live_or_unresolved_consumer";
       prepared.settle.push({
@@ -274,8 +279,7 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
         db: ctx.db,
         instanceRoot: ctx.instanceRoot,
         now: ctx.startedAt,
-        deadlines: (requests) =>
-          requests.forEach((d) => ctx.deadlines.at(d.reason, d.dueAt, d.scope, d.domain as typeof DOMAIN)),
+        deadlines: (requests) => schedule(ctx, requests),
         hit: (point) => ctx.faults.hit(point),
       },
       item,

@@ -99,6 +99,8 @@ interface RemovalDeps {
 export async function finishRemoval(deps: RemovalDeps, item: PendingRemoval): Promise<RemovalOutcome> {
   let state = item.state;
   if (state.state === "archived") {
+    // After the archive's commit, before the locks are taken again: where a test reopens the row.
+    await deps.hit("task-directories.before-rename");
     const step = await deps.db.$transaction((tx) => renameUnderLocks(deps, tx, item));
     if (step.outcome !== "renamed")
       return step.outcome === "kept" ? step : { outcome: "failed", reason: step.reason };
