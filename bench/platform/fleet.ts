@@ -265,3 +265,22 @@ export async function createFloorTable(databaseUrl: string): Promise<void> {
   );
   await admin.end();
 }
+
+/**
+ * PostgreSQL connections a Reclaim fleet may open at once: each worker process's pool is
+ * sized concurrency x enabled domains + 4 (apps/worker createDb; one domain here), the
+ * scheduler's 10.
+ */
+export const reclaimConnections = (setup: Setup) => setup.processes * (setup.concurrency + 4) + 10;
+
+/** Connections the server still accepts (max_connections less those open and those reserved). */
+export async function freeConnections(databaseUrl: string): Promise<number> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const { rows } = await client.query<{ free: number }>(
+    `SELECT current_setting('max_connections')::int - current_setting('superuser_reserved_connections')::int
+            - (SELECT count(*) FROM pg_stat_activity)::int AS free`,
+  );
+  await client.end();
+  return rows[0]!.free;
+}

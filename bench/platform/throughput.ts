@@ -17,8 +17,10 @@ import {
   BARE_QUEUE,
   createFloorTable,
   FLOOR_QUEUE,
+  freeConnections,
   measure,
   postEvents,
+  reclaimConnections,
   startScheduler,
   submitBullmq,
   type ChildMode,
@@ -69,6 +71,16 @@ async function main(): Promise<void> {
       for (const concurrency of CONCURRENCY) {
         const setup = { databaseUrl: env.databaseUrl, prefix: env.prefix, processes, concurrency };
         const runs: { bare: Measured; floor: Measured; reclaim: Measured }[] = [];
+        // A fleet that would open more connections than PostgreSQL has left fails its own jobs
+        // ("too many clients") and every other client of the shared server: not run.
+        const needed = reclaimConnections(setup);
+        const free = await freeConnections(env.databaseUrl);
+        if (only("reclaim") && needed > free) {
+          report(`no-op jobs: ${processes} worker process(es), concurrency ${concurrency}`, {
+            "not run": `Reclaim's fleet may open ${needed} PostgreSQL connections; the server has ${free} left`,
+          });
+          continue;
+        }
         for (let r = 0; r < REPEAT; r++) {
           const bare = only("bare")
             ? await measure(setup, "bare", N, submitBullmq(setup, BARE_QUEUE, N))
