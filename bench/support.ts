@@ -72,6 +72,8 @@ export function report(name: string, fields: Record<string, string | number>): v
  * wrapping pg's Client#query; the statements asked for are timed.
  */
 let statements = 0;
+/** Statements sent, by `firstLineOf` their text, once `tallyStatements` was called. */
+let byFirstLine: Map<string, number> | null = null;
 /** Statements whose text starts with one of these (a .sql file's first line) are timed. */
 const timed = new Map<string, number[]>();
 const query = pg.Client.prototype.query;
@@ -81,6 +83,10 @@ pg.Client.prototype.query = function countedQuery(this: pg.Client, ...args: unkn
   const text = typeof first === "string" ? first : (first as { text?: unknown } | undefined)?.text;
   const samples =
     timed.size > 0 && typeof text === "string" ? timed.get(text.slice(0, text.indexOf("\n"))) : undefined;
+  if (byFirstLine && typeof text === "string") {
+    const line = firstLineOf(text);
+    byFirstLine.set(line, (byFirstLine.get(line) ?? 0) + 1);
+  }
   const t0 = performance.now();
   const result = (query as (...a: unknown[]) => unknown).apply(this, args);
   if (samples && result instanceof Promise) {
@@ -101,3 +107,43 @@ export function timeStatements(firstLine: string): number[] {
   timed.set(firstLine, samples);
   return samples;
 }
+
+/** A statement's first line (a .sql file's opening comment, BEGIN, a Prisma query), at most 100 characters. */
+const firstLineOf = (text: string) => text.trimStart().split("\n", 1)[0]!.slice(0, 100);
+
+/** From now on, every statement this process sends is counted by its first line; the counts so far. */
+export function tallyStatements(): ReadonlyMap<string, number> {
+  byFirstLine ??= new Map();
+  return byFirstLine;
+}
+
+/**
+ * From now on, every Redis command this process sends (pipelined ones and BullMQ's scripts
+ * included) is counted, by name; a script by the name its client defined it under
+ * (`evalsha moveStalledJobsToWait`). The counts so far.
+ */
+export function tallyRedisCommands(): ReadonlyMap<string, number> {
+  if (redisCommands) return redisCommands;
+  const counts = (redisCommands = new Map<string, number>());
+  const scripts = new Map<string, string>();
+  type Sent = { name: string; args: unknown[] };
+  type Send = (this: Redis, command: Sent, ...rest: unknown[]) => unknown;
+  const send = Redis.prototype.sendCommand as unknown as Send;
+  (Redis.prototype as unknown as { sendCommand: Send }).sendCommand = function tallied(command, ...rest) {
+    let name = command.name.toLowerCase();
+    if (name === "evalsha" || name === "eval") {
+      const sha = String(command.args[0]);
+      if (!scripts.has(sha)) {
+        const defined = (this as unknown as { scriptsSet: Record<string, { sha: string }> }).scriptsSet;
+        // BullMQ defines its scripts as `<name>:<version>`.
+        for (const [script, { sha: known }] of Object.entries(defined))
+          scripts.set(known, script.split(":")[0]!);
+      }
+      name = `${name} ${scripts.get(sha) ?? "(unknown script)"}`;
+    }
+    counts.set(name, (counts.get(name) ?? 0) + 1);
+    return send.call(this, command, ...rest);
+  };
+  return counts;
+}
+let redisCommands: Map<string, number> | null = null;
