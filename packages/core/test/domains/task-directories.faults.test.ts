@@ -2,7 +2,7 @@
  * Isolated task directories when a step fails, through the real worker on real directories,
  * PostgreSQL, Redis and local_disk storage (spec: a fault loses nothing and leaves nothing
  * behind that a later sweep does not finish): the storage down or full while the directory is
- * saved (`storage_unavailable`), the rename (`rename_failed`) or the delete (`delete_failed`)
+ * saved, or an S3 gateway that is down (`storage_unavailable`), the rename (`rename_failed`) or the delete (`delete_failed`)
  * refused by the file system. The directory, or an active restore point, is always there;
  * the item is due again an hour later, and that job (the real job runner with its clock set
  * to the deadline) finishes the work once the fault is gone.
@@ -50,15 +50,15 @@ const restorePoints = (t: Task) =>
  * The first report with an entry of `t` saying `reason`, once the queues are idle; the
  * workspace's item deadline and the company's ledger deadlines then.
  */
-async function firstEntry(t: Task, reason: string, outcome = "skipped") {
+async function firstEntry(t: Task, reason: string, outcome = "skipped", on: Stack = stack) {
   const said = (r: { entries?: { id: string; reason?: string; outcome: string }[] }) =>
     (r.entries ?? []).some((e) => e.id === entryOf(t) && e.reason === reason && e.outcome === outcome);
-  const reports = await stack.waitForReports(DOMAIN, (rs) => rs.some(said));
-  await stack.idle();
-  const item = await stack.db.reclaimItemDeadline.findUniqueOrThrow({
+  const reports = await on.waitForReports(DOMAIN, (rs) => rs.some(said));
+  await on.idle();
+  const item = await on.db.reclaimItemDeadline.findUniqueOrThrow({
     where: { domain_itemId: { domain: DOMAIN, itemId: `ws:${t.workspace}` } },
   });
-  const ledger = await stack.db.reclaimDeadline.findMany({ where: { domain: DOMAIN, companyId: t.company } });
+  const ledger = await on.db.reclaimDeadline.findMany({ where: { domain: DOMAIN, companyId: t.company } });
   return {
     startedAt: new Date(reports.find(said)!.startedAt).getTime(),
     dueAt: item.dueAt,
@@ -249,5 +249,36 @@ describe("a fault while a closed task's directory is saved or removed loses noth
     await runAt(deps(), t.company, new Date(graceEnd), "restore-point-retention");
     expect((await restorePoints(t)).map((rp) => rp.status)).toEqual(["deleted"]);
     expect(await exists(file)).toBe(false);
+  });
+});
+
+describe("a closed task's directory on S3 storage", () => {
+  let s3: Stack;
+  beforeAll(async () => {
+    // A gateway that is down: nothing listens on the port.
+    s3 = await startStack({
+      env: {
+        ...TASK_ENV,
+        PAPERCLIP_STORAGE_PROVIDER: "s3",
+        PAPERCLIP_STORAGE_S3_BUCKET: "reclaim-down",
+        PAPERCLIP_STORAGE_S3_ENDPOINT: "http://127.0.0.1:9",
+        PAPERCLIP_STORAGE_S3_REGION: "us-east-1",
+        PAPERCLIP_STORAGE_S3_FORCE_PATH_STYLE: "true",
+        AWS_ACCESS_KEY_ID: "reclaim-test",
+        AWS_SECRET_ACCESS_KEY: "reclaim-test-secret",
+      },
+    });
+  });
+  afterAll(async () => s3?.stop());
+
+  it("a gateway that is down while saving keeps the directory and looks again in an hour (storage_unavailable)", async () => {
+    const t = await task(s3);
+    const before = await snapshotOf(t.dir);
+    await closeEvent(s3, t);
+    const kept = await firstEntry(t, "storage_unavailable", "skipped", s3);
+    expect(await snapshotOf(t.dir)).toEqual(before);
+    expect((await workspaceRow(s3, t)).status).toBe("active");
+    const hour = kept.startedAt + HOUR;
+    expect([kept.dueAt?.getTime(), kept.ledger]).toEqual([hour, [hour]]);
   });
 });
