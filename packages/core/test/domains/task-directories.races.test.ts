@@ -17,6 +17,7 @@ import {
   exists,
   issueDirectory,
   otherRow,
+  removed,
   reopen,
   snapshotOf,
   task,
@@ -110,7 +111,7 @@ describe("a change between two steps keeps the directory", () => {
       },
     ],
   ])(
-    "the workspace %s by Paperclip between the capture and the archive: kept, the capture dropped (workspace_changed)",
+    "the workspace %s by Paperclip between the capture and the archive: kept, the capture dropped, saved again at its next change (workspace_changed)",
     async (_what, status, change) => {
       const t = await task(stack);
       const before = await snapshotOf(t.dir);
@@ -118,6 +119,16 @@ describe("a change between two steps keeps the directory", () => {
       await closeEvent(stack, t);
       expect(await keptWith(t, `ws:${t.workspace}`, "workspace_changed")).toBeNull();
       await keptUnsaved(t, before, status);
+      if (status === "archived") {
+        // Closed by Paperclip with its issue still bound: its change saves and removes it.
+        await stack.api("POST", "/v1/events", {
+          events: [
+            { type: "workspace.changed", companyId: t.company, workspaceId: t.workspace, status: "archived" },
+          ],
+        });
+        await removed(stack, t);
+        expect(await restorePointStatuses(t)).toContain("active");
+      }
     },
   );
 
