@@ -18,10 +18,10 @@
  * lifecycle lock, only while the row's lifecycle generation is the archive's (finish.ts, and
  * the reopen, which finishes a pending removal before it restores).
  */
-import { readFile, realpath } from "node:fs/promises";
+import { realpath } from "node:fs/promises";
 import path from "node:path";
 import { breakLeftoverGitLocks, errnoCode, openSafeRepository } from "@reclaim/shared";
-import { PathRefused, provenDirBelow, removeRetired, retire, unretire } from "../../fs";
+import { PathRefused, provenDirBelow, removeRetired, retire, unretire, type ProvenDir } from "../../fs";
 import type { FaultPoints } from "../../faults";
 import type { Removal } from "./recipe";
 
@@ -56,24 +56,39 @@ export async function renameAside(
  * aside in its proven parent and deleted there, never through a link.
  */
 async function removeRegistration(instanceRoot: string, adminDir: string, gitdir: string): Promise<void> {
-  // The registration's path is git's (real) path: it is proven from the real instance root.
-  const realRoot = await realpath(instanceRoot).catch(() => instanceRoot);
-  const parent = await provenDirBelow(realRoot, path.dirname(adminDir));
-  if (typeof parent === "string") return;
-  const name = path.basename(adminDir);
-  const info = await parent.lstatEntry(name);
-  if (info === null || !info.isDirectory()) return;
-  const admin = parent.childFrom(name, info);
-  const named = await admin.readFile("gitdir", MAX_GITDIR_FILE_BYTES);
-  if (named.status !== "ok" || named.data.toString("utf8").trim() !== gitdir) return;
+  const found = await registrationNaming(instanceRoot, adminDir, gitdir);
+  if (found === null) return;
   if ((await provenDirBelow(instanceRoot, path.dirname(gitdir))) !== "missing") return;
+  const { parent, admin } = found;
   try {
-    await removeRetired(parent, await retire(parent, name, ".trash", admin.identity));
+    await removeRetired(parent, await retire(parent, path.basename(adminDir), ".trash", admin.identity));
   } catch (error) {
     if (error instanceof PathRefused && (error.reason === "missing" || error.reason === "identity_changed"))
       return;
     throw error;
   }
+}
+
+/**
+ * A registration folder, proven (never through a link), while its `gitdir` file (read without
+ * following a link, at most 4 KiB) still names the removed checkout's `.git`; else null.
+ */
+async function registrationNaming(
+  instanceRoot: string,
+  adminDir: string,
+  gitdir: string,
+): Promise<{ parent: ProvenDir; admin: ProvenDir } | null> {
+  // The registration's path is git's (real) path: it is proven from the real instance root.
+  const realRoot = await realpath(instanceRoot).catch(() => instanceRoot);
+  const parent = await provenDirBelow(realRoot, path.dirname(adminDir));
+  if (typeof parent === "string") return null;
+  const name = path.basename(adminDir);
+  const info = await parent.lstatEntry(name);
+  if (info === null || !info.isDirectory()) return null;
+  const admin = parent.childFrom(name, info);
+  const named = await admin.readFile("gitdir", MAX_GITDIR_FILE_BYTES);
+  if (named.status !== "ok" || named.data.toString("utf8").trim() !== gitdir) return null;
+  return { parent, admin };
 }
 
 /** Step 3: a nested worktree's own branch, only at the commit the removal recorded. */
@@ -110,8 +125,7 @@ async function moveBack(instanceRoot: string, removal: Removal): Promise<void> {
 export async function returnUnverified(instanceRoot: string, removal: Removal): Promise<boolean> {
   if (removal.state !== "pending") return false;
   for (const r of removal.registrations) {
-    const named = await readFile(path.join(r.adminDir, "gitdir"), "utf8").catch(() => null);
-    if (named === null || named.trim() !== r.gitdir) return false;
+    if ((await registrationNaming(instanceRoot, r.adminDir, r.gitdir)) === null) return false;
   }
   const parent = await provenDirBelow(instanceRoot, path.dirname(removal.path));
   if (typeof parent === "string") return false;
