@@ -311,6 +311,9 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
       },
       ctx.startedAt,
     );
+    // After a removal's last record (only jobs that removed a workspace's directory get here:
+    // the start-up walk, run by every worker as it starts, never does).
+    await ctx.faults.hit("task-directories.finished");
   }
   if (ctx.scope !== INSTANCE_SCOPE) {
     // The company's job is due again at its earliest item: one this batch kept, one it did
@@ -319,5 +322,4 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
     const next = await nextItemDue(ctx.db, DOMAIN, ctx.scope);
     if (next) ctx.deadlines.at("item", next);
   }
-  await ctx.faults.hit("task-directories.finished");
 }
