@@ -3,6 +3,7 @@
  * scheduled, when, and that nothing is lost or doubled.
  */
 import { randomUUID } from "node:crypto";
+import path from "node:path";
 import { Redis } from "ioredis";
 import {
   claimDue,
@@ -16,6 +17,9 @@ import {
   type ClaimedDeadline,
   type Db,
   type DeadlineRequest,
+  poolOf,
+  settlePoolOf,
+  sqlFile,
 } from "@reclaim/core";
 import {
   createTestDatabase,
@@ -26,6 +30,7 @@ import {
 } from "@reclaim/testkit";
 
 const DOMAIN = "native-workspace-sync";
+const LEDGER_SQL = path.join(__dirname, "../src/ledger");
 let database: TestDatabase;
 let db: Db;
 let redis: Redis;
@@ -246,9 +251,82 @@ describe("the ledger claim", () => {
     }
   });
 
+  it("plans the settlement statement once per connection, not on every settlement (a generic plan)", async () => {
+    for (let i = 0; i < 8; i++) {
+      const scope = randomUUID();
+      await queues.request([
+        { domain: DOMAIN, scope, reason: "startup", dueAt: new Date(Date.now() - 1000) },
+      ]);
+      await settle(scope, await claimDue(db, { domain: DOMAIN, scope }, new Date()), []);
+    }
+    // The settlement pool holds one connection: this query runs in the session that settled.
+    const { rows } = await settlePoolOf(db).query<{ generic_plans: string; custom_plans: string }>(
+      "SELECT generic_plans::text, custom_plans::text FROM pg_prepared_statements WHERE name LIKE '%settle-jobs.sql'",
+    );
+    expect(rows).toHaveLength(1);
+    expect(Number(rows[0]!.custom_plans)).toBe(0);
+    expect(Number(rows[0]!.generic_plans)).toBeGreaterThanOrEqual(8);
+  });
+
   it("does not claim rows that are not due yet", async () => {
     const scope = randomUUID();
     await queues.request([{ domain: DOMAIN, scope, reason: "retention", dueAt: inMinutes(10) }]);
     expect(await claimDue(db, { domain: DOMAIN, scope }, new Date())).toEqual([]);
+  });
+
+  it("reads only the claimed key's rows, however many keys of its domain are due (no scan of the domain's backlog)", async () => {
+    // 3,000 keys of one domain due now, as after a burst of events; the table not yet analyzed,
+    // when the planner finds the index (domain, due_at) as cheap as the primary key.
+    const domain = `backlog-${randomUUID()}`;
+    const scopes = Array.from({ length: 3000 }, () => randomUUID());
+    const pool = poolOf(db);
+    await pool.query(
+      `INSERT INTO reclaim_deadlines (domain, company_id, reason, due_at, version, created_at, updated_at)
+       SELECT $1, s, 'event', now() - interval '1 minute', 1, now(), now() FROM unnest($2::text[]) AS s`,
+      [domain, scopes],
+    );
+    const client = await pool.connect();
+    try {
+      for (const mode of ["force_custom_plan", "force_generic_plan"]) {
+        await client.query(`SET plan_cache_mode = ${mode}`);
+        for (const [file, params] of [
+          ["lock-and-claim.sql", "('ns', $1, $2, $1, now())"],
+          ["claim-due.sql", "($2, $1, now())"],
+        ] as const) {
+          const name = `claim_plan_${file.replace(/\W/g, "_")}`;
+          const types =
+            file === "claim-due.sql" ? "text, text, timestamptz" : "text, text, text, text, timestamptz";
+          await client.query(`PREPARE ${name} (${types}) AS ${sqlFile(LEDGER_SQL, file)}`);
+          const { rows } = await client.query<{ "QUERY PLAN": unknown }>(
+            `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE ${name} ${params.replace(/\$1/g, `'${scopes[1500]}'`).replace(/\$2/g, `'${domain}'`)}`,
+          );
+          await client.query(`DEALLOCATE ${name}`);
+          const scans: {
+            "Relation Name"?: string;
+            "Index Name"?: string;
+            "Actual Rows": number;
+            "Rows Removed by Filter"?: number;
+          }[] = [];
+          const walk = (node: Record<string, unknown>) => {
+            if (node["Relation Name"] === "reclaim_deadlines") scans.push(node as (typeof scans)[number]);
+            for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
+          };
+          walk((rows[0]!["QUERY PLAN"] as { Plan: Record<string, unknown> }[])[0]!.Plan);
+          expect({
+            mode,
+            file,
+            scans: scans.map((n) => [n["Index Name"], n["Actual Rows"], n["Rows Removed by Filter"] ?? 0]),
+          }).toEqual({
+            mode,
+            file,
+            scans: [["reclaim_deadlines_pkey", 1, 0]],
+          });
+        }
+      }
+    } finally {
+      await client.query("RESET plan_cache_mode");
+      client.release();
+      await pool.query("DELETE FROM reclaim_deadlines WHERE domain = $1", [domain]);
+    }
   });
 });

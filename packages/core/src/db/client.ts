@@ -27,7 +27,24 @@ export function createDb(databaseUrl: string, options: DbOptions = {}): Db {
   releaseDeadConnections(pool);
   const adapter = new ReportingPrismaPg(pool, { disposeExternalPool: true });
   const db = new PrismaClient({ adapter, transactionOptions: { maxWait: 10_000, timeout: 120_000 } });
-  registerPool(db, pool);
+  // The settlement's own connection (ledger/settle.ts), opened at its first use: a worker
+  // process sends its one big statement there over and over, so that connection plans it once
+  // (a generic plan) instead of planning it anew on each run, which cost PostgreSQL more than
+  // running it. Settlements read their estimates from JSON parameters, which a custom plan
+  // cannot estimate any better.
+  const settlePool = new pg.Pool({ connectionString: databaseUrl, max: 1, connectionTimeoutMillis: 5000 });
+  settlePool.on("connect", (client) => {
+    // Queued ahead of anything else on the new connection.
+    client.query("SET plan_cache_mode = force_generic_plan").catch(() => undefined);
+  });
+  // An idle connection that PostgreSQL ended (a restart): the next settlement connects again.
+  settlePool.on("error", () => undefined);
+  registerPool(db, pool, settlePool);
+  const disconnect = db.$disconnect.bind(db);
+  db.$disconnect = async () => {
+    await disconnect();
+    await settlePool.end();
+  };
   return db;
 }
 

@@ -15,16 +15,25 @@ import type { Db, Tx } from "./client";
 import type { Statement } from "./sql";
 
 const pools = new WeakMap<Db, pg.Pool>();
+const settlePools = new WeakMap<Db, pg.Pool>();
 
-/** Called by createDb: the pool behind a client. */
-export function registerPool(db: Db, pool: pg.Pool): void {
+/** Called by createDb: the pool behind a client, and the settlement's own (ledger/settle.ts). */
+export function registerPool(db: Db, pool: pg.Pool, settlePool: pg.Pool): void {
   pools.set(db, pool);
+  settlePools.set(db, settlePool);
 }
 
 /** The node-postgres pool behind a client made by `createDb`. */
 export function poolOf(db: Db): pg.Pool {
   const pool = pools.get(db);
   if (!pool) throw new Error("this Prisma client was not made by createDb: it has no pool for platform SQL");
+  return pool;
+}
+
+/** The connection pool of job settlements of a client made by `createDb` (generic plans). */
+export function settlePoolOf(db: Db): pg.Pool {
+  const pool = settlePools.get(db);
+  if (!pool) throw new Error("this Prisma client was not made by createDb: it has no settlement pool");
   return pool;
 }
 

@@ -5,6 +5,10 @@
 -- then have a newer version and survive the job's settlement.
 -- $1 text: lock namespace   $2 text: lock key (advisory-lock.sql)
 -- $3 text: domain   $4 text: scope   $5 timestamptz: the job's start
+-- The key's rows are found by the primary key and only then filtered on due_at (OFFSET 0 keeps
+-- the filter out of the scan): on the index (domain, due_at) the planner may otherwise pick,
+-- every claim would read every row of the domain that is due, so a backlog of N due keys
+-- would cost N x N row reads.
 -- Output: reason text, version text (a bigint), due_at timestamptz; one row with nulls when
 -- nothing is due
 WITH locked AS (
@@ -14,6 +18,9 @@ SELECT d.reason, d.version::text AS version, d.due_at
   FROM locked
   LEFT JOIN LATERAL (
     SELECT reason, version, due_at
-      FROM reclaim_deadlines
-     WHERE domain = $3 AND company_id = $4 AND due_at <= $5::timestamptz
+      FROM (SELECT reason, version, due_at
+              FROM reclaim_deadlines
+             WHERE domain = $3 AND company_id = $4
+            OFFSET 0) AS key_rows
+     WHERE due_at <= $5::timestamptz
   ) AS d ON true

@@ -13,7 +13,7 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { DAY_MS } from "../clock";
-import { poolOf, runStatement, statement, type Db } from "../db";
+import { runStatement, settlePoolOf, statement, type Db } from "../db";
 import type { ClaimedDeadline, DeadlineRequest } from "./deadlines";
 import { mergeRequests } from "./deadlines";
 import { PRUNE_STATS_PER_REPORT, STATS_RETENTION_DAYS, StatsTally } from "./report-stats";
@@ -135,7 +135,7 @@ async function settleAll(db: Db, shard: number, settlements: Settlement[]): Prom
   });
   const deadlines = mergeRequests(settlements.flatMap((s) => s.deadlines));
   const now = new Date(Math.max(...settlements.map((s) => s.report.finishedAt.getTime())));
-  const rows = await runStatement<{ id: string; key_due: Date | null }>(poolOf(db), SETTLE_JOBS, [
+  const rows = await runStatement<{ id: string; key_due: Date | null }>(settlePoolOf(db), SETTLE_JOBS, [
     JSON.stringify(jobs),
     JSON.stringify(deadlines.map((r) => ({ ...r, dueAt: r.dueAt.toISOString() }))),
     now,
