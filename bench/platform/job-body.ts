@@ -180,16 +180,6 @@ async function main(): Promise<void> {
         results.get(name)!.rate.push(r.rate);
       }
     }
-    const st = ((globalThis as any).__settle ?? []) as [number, number][];
-    if (st.length) {
-      const ms = st.map((x) => x[1]).sort((a, b) => a - b);
-      report("settle", {
-        statements: st.length,
-        "jobs/statement": (st.reduce((a, x) => a + x[0], 0) / st.length).toFixed(1),
-        "p50 ms": ms[Math.floor(ms.length / 2)]!.toFixed(2),
-        "p90 ms": ms[Math.floor(ms.length * 0.9)]!.toFixed(2),
-      });
-    }
     const floorCpu = median(results.get("floor")?.cpu ?? [NaN]);
     report(`job bodies in one process, concurrency ${CONCURRENCY}, ${ROUNDS} rounds of ${N}`, {
       ...Object.fromEntries(

@@ -60,21 +60,3 @@ export async function settlesWithin(promise: Promise<unknown>, ms: number): Prom
   clearTimeout(timer);
   return settled;
 }
-
-/**
- * Makes a connection that follows a stream with blocking XREADs (BullMQ's QueueEvents) wait
- * `ms` after each read that returned entries before it reads again, so that under load one
- * read takes a batch of entries instead of a few per read; a quiet stream still hands over
- * its first new entry at once. BullMQ calls `xread` on the connection it is given.
- */
-export function pauseBetweenReads(connection: Redis, ms: number): void {
-  type Read = (...args: unknown[]) => Promise<unknown>;
-  const read = (connection.xread as unknown as Read).bind(connection);
-  let returnedEntries = false;
-  (connection as unknown as { xread: Read }).xread = async (...args) => {
-    if (returnedEntries) await new Promise((resolve) => setTimeout(resolve, ms));
-    const result = await read(...args);
-    returnedEntries = result != null;
-    return result;
-  };
-}

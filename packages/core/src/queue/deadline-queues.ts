@@ -9,7 +9,7 @@
  * Syncs are batched: `request`, `sync` and `reconcile` sync their keys a batch at a time and
  * wait; `syncSoon` and `syncFinishedSoon` sync them in the background (background-sync.ts).
  */
-import { Queue, QueueEvents, type JobsOptions } from "bullmq";
+import { Queue, type JobsOptions } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Clock } from "../clock";
 import type { Logger } from "../logging";
@@ -23,7 +23,7 @@ import {
   type LedgerKey,
 } from "../ledger";
 import { BackgroundSync, SYNC_BATCH, SYNC_LANES } from "./background-sync";
-import { CLOSE_WAIT_MS, pauseBetweenReads, settlesWithin } from "./connection";
+import { FinishedJobFollower } from "./finished-follower";
 import { syncLedgerKeys } from "./ledger-sync";
 import { deadlineKeyOf, queueName, sweepJobId, type ReclaimJobData } from "./names";
 
@@ -39,12 +39,12 @@ export interface DeadlineQueuesOptions {
 }
 
 const SWEEP_RETENTION = { age: 7 * 24 * 3600, count: 1000 };
-/** Pause between reads of the finished-job events that returned events (followFinishedJobs). */
+/** Pause between reads of the finished-job stream that found entries (followFinishedJobs). */
 const FOLLOW_READ_PAUSE_MS = 200;
 
 export class DeadlineQueues {
   private readonly queues = new Map<string, Queue<ReclaimJobData>>();
-  private readonly followers: { events: QueueEvents; connection: Redis }[] = [];
+  private readonly followers = new Map<string, FinishedJobFollower>();
   private readonly background = new BackgroundSync({
     sync: (keys) => syncLedgerKeys(this, keys),
     withRows: async (keys) => new Set((await earliestDueOf(poolOf(this.db), keys)).keys()),
@@ -168,28 +168,34 @@ export class DeadlineQueues {
    * the stream as well (a sync is idempotent under the key's lock). Blocking reads, no polling.
    */
   async followFinishedJobs(domains: string[], onError?: (error: unknown) => void): Promise<void> {
+    const started: Promise<void>[] = [];
     for (const domain of domains) {
-      if (this.followers.some((f) => f.events.name === queueName(domain))) continue;
-      // A connection of its own (the reads block); BullMQ leaves a connection it is handed
-      // open, so close() ends it.
-      const connection = this.options.redis.duplicate();
-      // A backstop: a worker syncs the key itself right after the job, so reading the events
-      // in batches (and syncing their keys a batch at a time) costs no timeliness.
-      pauseBetweenReads(connection, FOLLOW_READ_PAUSE_MS);
-      const events = new QueueEvents(queueName(domain), { connection, prefix: this.options.prefix });
-      const follow =
-        (finished: boolean) =>
-        ({ jobId }: { jobId: string }) => {
-          const key = deadlineKeyOf(jobId);
-          if (key && finished) this.syncFinishedSoon(key, onError);
-          else if (key) this.syncSoon(key, onError);
-        };
-      events.on("completed", follow(true));
-      events.on("failed", follow(false));
-      events.on("error", (error) => this.options.onError?.(error));
-      this.followers.push({ events, connection });
+      if (this.followers.has(domain)) continue;
+      const follower = new FinishedJobFollower({
+        stream: this.queue(domain).toKey("events"),
+        // A connection of its own (the reads block); the follower closes it.
+        connection: this.options.redis.duplicate(),
+        // A backstop: a worker syncs the key itself right after the job, so reading the
+        // stream in batches (and syncing their keys a batch at a time) costs no timeliness.
+        pauseMs: FOLLOW_READ_PAUSE_MS,
+        onFinished: ({ completed, failed }) => {
+          for (const jobId of completed) {
+            const key = deadlineKeyOf(jobId);
+            if (key) this.syncFinishedSoon(key, onError);
+          }
+          for (const jobId of failed) {
+            const key = deadlineKeyOf(jobId);
+            if (key) this.syncSoon(key, onError);
+          }
+        },
+        // Finished jobs may have been trimmed from the stream unread: rebuild from the ledger.
+        onGap: () => void this.reconcile([domain]).catch((error: unknown) => onError?.(error)),
+        onError: (error) => this.options.onError?.(error),
+      });
+      this.followers.set(domain, follower);
+      started.push(follower.start());
     }
-    await Promise.all(this.followers.map((f) => f.events.waitUntilReady()));
+    await Promise.all(started);
   }
 
   /** A requested sweep: its own job, with its own id, outside the deadline protocol. */
@@ -235,15 +241,9 @@ export class DeadlineQueues {
    */
   async close(): Promise<void> {
     await this.background.close(10_000);
-    await Promise.all(
-      this.followers.splice(0).map(async ({ events, connection }) => {
-        // Its blocking read ends with the connection: drop that first, so a Redis that is
-        // down or restarting cannot hold the close; and bound the close, because a connection
-        // dropped while it waited to reconnect never reports its end (settlesWithin).
-        connection.disconnect();
-        await settlesWithin(events.close(), CLOSE_WAIT_MS);
-      }),
-    );
+    // A follower drops its connection first, so a Redis that is down cannot hold the close.
+    await Promise.all([...this.followers.values()].map((f) => f.close()));
+    this.followers.clear();
     await Promise.all([...this.queues.values()].map((q) => q.close()));
     this.queues.clear();
   }
