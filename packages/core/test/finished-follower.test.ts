@@ -86,7 +86,9 @@ it("says so when the stream was trimmed past what it read (finished jobs may be 
   await queue.addBulk(
     Array.from({ length: 200 }, (_, i) => ({ name: "j", data: {}, opts: { jobId: `j${i}` } })),
   );
-  await waitFor(async () => (await queue.getJobCounts("completed")).completed >= 200, { what: "the jobs" });
+  await waitFor(async () => ((await queue.getJobCounts("completed")).completed ?? 0) >= 200, {
+    what: "the jobs",
+  });
   await queue.trimEvents(10);
   await stalled.options.connection.connect();
   await waitFor(() => gaps() > 0, { what: "the gap" });
