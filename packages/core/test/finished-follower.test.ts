@@ -12,9 +12,18 @@ import { deleteKeys, TEST_REDIS_URL, uniquePrefix, waitFor } from "@reclaim/test
 const prefix = uniquePrefix();
 const connection = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
 const opened: { close(): Promise<unknown> }[] = [];
+/** BullMQ leaves open a connection it is handed, and the blocking one it duplicates from it. */
+const duplicates: Redis[] = [];
+const duplicate = (from: Redis = connection): Redis => {
+  const c = from.duplicate();
+  duplicates.push(c);
+  c.duplicate = (() => duplicate(c)) as Redis["duplicate"];
+  return c;
+};
 
 afterAll(async () => {
   for (const o of opened.reverse()) await o.close();
+  for (const c of duplicates) c.disconnect();
   connection.disconnect();
   await deleteKeys(prefix);
 });
@@ -38,11 +47,16 @@ function setup(name: string, events?: { maxLen: number }) {
   opened.push(follower);
   const work = (fn: (id: string) => Promise<unknown>) => {
     const worker = new Worker(name, (job) => fn(job.id!), {
-      connection: connection.duplicate(),
+      connection: duplicate(),
       prefix,
       concurrency: 8,
     });
-    opened.push(worker);
+    opened.push({
+      close: async () => {
+        await worker.close();
+        await worker.disconnect();
+      },
+    });
     return worker;
   };
   return { queue, follower, seen, work, gaps: () => gaps };
