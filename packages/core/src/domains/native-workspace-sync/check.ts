@@ -29,10 +29,10 @@ import { INSTANCE_SCOPE } from "../../ledger";
 import { recordedProcessIsLive } from "../../process/liveness";
 import type { JobContext } from "../types";
 import { LIMITS, SYNC_DIR, type NativeWorkspaceSyncConfig } from "./config";
-import { runOwners, runsOfCompany, runStates } from "./queries";
+import { companyRunsInOrder, runOwners, runStates } from "./queries";
 import { unavailableRules } from "../sources";
-import { judgeFolder, SOURCES, type Verdict } from "./rules";
-import { listRunFolderNames, surveyFolder, type FolderSurvey } from "./survey";
+import { judgeFolder, mayBeRemovable, SOURCES, type Verdict } from "./rules";
+import { listRunFolderNames, surveyFolders, type FolderSurvey } from "./survey";
 
 type Ctx = JobContext<NativeWorkspaceSyncConfig>;
 
@@ -96,29 +96,43 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
   await finishLeftovers(ctx, top);
 
   const names = await listRunFolderNames(top);
-  let mine: string[];
+  const after = await ctx.readCursor("folders");
+  const pending = after === null ? names : names.filter((name) => name > after);
+  // This scope's folders after the cursor, in name order, at most one more than a batch
+  // checks (to tell whether more are left), each with whether it can be removable at all.
+  let mine: { name: string; mayBeRemovable: boolean }[];
   if (ctx.scope === INSTANCE_SCOPE) {
     // Deadline discovery: run state 200 folders at a time, stopping on shutdown.
     const owners = await ownersInChunks(ctx, names);
     if (ctx.claimed.some((c) => c.reason === "startup")) {
       for (const company of new Set(owners.values())) ctx.deadlines.at("startup", ctx.startedAt, company);
     }
-    mine = names.filter((name) => !owners.has(name));
+    mine = pending
+      .filter((name) => !owners.has(name))
+      .sort()
+      .slice(0, LIMITS.foldersPerBatch + 1)
+      .map((name) => ({ name, mayBeRemovable: true })); // no run: removable once old enough
   } else {
-    const own = await runsOfCompany(ctx.db, names, ctx.scope);
-    mine = names.filter((name) => own.has(name));
+    const judge = { now: ctx.startedAt, windowMs: ctx.config.windowMs };
+    const runs = await companyRunsInOrder(ctx.db, pending, ctx.scope, LIMITS.foldersPerBatch + 1);
+    mine = runs.map((run) => ({ name: run.id, mayBeRemovable: mayBeRemovable(run, judge) }));
   }
 
-  const after = await ctx.readCursor("folders");
-  const start = after === null ? 0 : mine.findIndex((name) => name > after);
-  const slice = start < 0 ? [] : mine.slice(start, start + LIMITS.foldersPerBatch);
-  const folders: FolderSurvey[] = [];
-  for (const name of slice) {
-    if (ctx.signal.aborted) break;
-    folders.push(await surveyFolder(top, name, ctx.signal));
-    await ctx.faults.hit("native-workspace-sync.surveyed");
+  // Survey only what this batch can examine: apply stops at the first candidate past the 50
+  // it can lock, so the folders from the 51st that can be removable at all on wait for the
+  // next batch. (A folder that turns out kept only makes this batch smaller.)
+  const batch: string[] = [];
+  let removable = 0;
+  for (const folder of mine) {
+    if (batch.length >= LIMITS.foldersPerBatch) break;
+    if (folder.mayBeRemovable && removable++ >= LIMITS.removalsPerBatch) break;
+    batch.push(folder.name);
   }
-  return { top, folders, more: start >= 0 && start + folders.length < mine.length };
+  const folders = await surveyFolders(top, batch, {
+    signal: ctx.signal,
+    each: () => ctx.faults.hit("native-workspace-sync.surveyed"),
+  });
+  return { top, folders, more: mine.length > folders.length };
 }
 
 export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Applied> {
@@ -155,6 +169,20 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
   const lockable = new Set(candidates);
   const owned = await tryLockMany(tx, LOCK_NAMESPACES.nativeRunFinalization, candidates);
   const underLock = await runStates(tx, [...owned]);
+  // Each locked folder surveyed again now that nobody else can touch it (the survey above ran
+  // before the lock; a writer holding it may have touched the folder since), all before the
+  // loop below judges and renames them. The instance job skips a folder whose run appeared.
+  const again = new Map(
+    (
+      await surveyFolders(
+        top,
+        candidates.filter(
+          (name) => owned.has(name) && (ctx.scope !== INSTANCE_SCOPE || !underLock.has(name)),
+        ),
+        { signal: ctx.signal },
+      )
+    ).map((survey) => [survey.name, survey]),
+  );
 
   const retired: Applied["retired"] = [];
   let examined = 0;
@@ -197,9 +225,8 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
       ctx.deadlines.at("discovered", ctx.startedAt, run.company_id);
       continue;
     }
-    // The survey ran before the lock; a writer holding the lock may have touched the folder
-    // since. Read it again now that nobody else can, and judge what is there.
-    const now = await surveyFolder(top, folder.name);
+    // Judged on what the folder holds now that nobody else can touch it (surveyed above).
+    const now = again.get(folder.name)!;
     if (now.stats === null || !sameIdentity(now.identity, folder.identity)) {
       ctx.report.skip(id, "folder_changed", { companyId });
       ctx.retryLater();
