@@ -5,3 +5,4 @@ export * from "./proven-dir";
 export * from "./retire";
 export * from "./leftovers";
 export * from "./proven-path";
+export * from "./bounded";
