@@ -1,25 +1,30 @@
 /**
  * One batch of native workspace sync retention for a scope.
  *
- * prepare (no lock): finish up to 50 interrupted deletions (`.expired-*`, own cursor); find
- *   the folders of this scope (company: its runs' folders; instance: folders with no run,
- *   plus start-up deadline discovery for every company that has folders); survey up to
- *   200 of them from the folder cursor.
+ * prepare (no lock): one listing of the folder; finish up to 50 interrupted deletions
+ *   (`.expired-*`, own cursor); find the folders of this scope after the folder cursor
+ *   (company: its runs' folders, one query; instance: folders with no run, plus start-up
+ *   deadline discovery for every company that has folders); survey those this batch can
+ *   examine (at most 200, and none from the 51st that can be removable at all on), a few at
+ *   once.
  * apply (the job's transaction, company lock): judge every folder on its run's state read
  *   without a lock (one query); most are kept, and a kept folder's run is never locked. For
  *   the candidates (at most 50) take each run's finalization ownership lock in one query
  *   (held elsewhere: skip, retry in 15 minutes), held until commit; read their run state
- *   again and survey each folder again under it, judge again (rules.ts), and rename a
- *   removable one to `.expired-<UUID>`. Each folder is thus decided and renamed in one
- *   transaction holding its run's lock.
- * finish (after commit): delete what was renamed (claimed first, as leftovers are: another
- *   job's leftover pass may meet it); a failed delete stays for a later batch.
+ *   again and survey each folder again under it (a few at once), judge again (rules.ts), and
+ *   rename a removable one to `.expired-<UUID>`. Each folder is thus decided and renamed in
+ *   one transaction holding its run's lock.
+ * finish (after commit): delete what was renamed, a few at once (claimed first, as leftovers
+ *   are: another job's leftover pass may meet it); a failed delete stays for a later batch.
  */
+import type { Dirent } from "node:fs";
 import path from "node:path";
 import { LOCK_NAMESPACES, tryLockMany, type Tx } from "../../db";
 import {
   claimAndRemove,
+  DELETES_AT_ONCE,
   finishInterruptedDeletes,
+  mapBounded,
   PathRefused,
   ProvenDir,
   retire,
@@ -32,7 +37,7 @@ import { LIMITS, SYNC_DIR, type NativeWorkspaceSyncConfig } from "./config";
 import { companyRunsInOrder, runOwners, runStates } from "./queries";
 import { unavailableRules } from "../sources";
 import { judgeFolder, mayBeRemovable, SOURCES, type Verdict } from "./rules";
-import { listRunFolderNames, surveyFolders, type FolderSurvey } from "./survey";
+import { runFolderNames, surveyFolders, type FolderSurvey } from "./survey";
 
 type Ctx = JobContext<NativeWorkspaceSyncConfig>;
 
@@ -46,19 +51,23 @@ export interface Prepared {
 
 export interface Applied {
   top: ProvenDir | null;
-  /** Renamed to `.expired-*` in `top`, to delete after commit. */
-  retired: { rel: string; name: string; companyId: string | null }[];
+  /**
+   * Renamed to `.expired-*` in `top`, to delete after commit, with the allocated bytes the
+   * recheck under the lock counted in it.
+   */
+  retired: { rel: string; name: string; companyId: string | null; bytes: number }[];
 }
 
 const rel = (name: string) => `${SYNC_DIR}/${name}`;
 
-async function finishLeftovers(ctx: Ctx, top: ProvenDir): Promise<void> {
+async function finishLeftovers(ctx: Ctx, top: ProvenDir, listing: readonly Dirent[]): Promise<void> {
   if (ctx.dryRun) return;
   const batch = await finishInterruptedDeletes(top, {
     prefixes: [".expired"],
     limit: LIMITS.leftoversPerBatch,
     after: await ctx.readCursor("leftovers"),
     signal: ctx.signal,
+    listing,
   });
   await ctx.writeCursor("leftovers", batch.cursor);
   for (const result of batch.results) {
@@ -93,27 +102,30 @@ async function ownersInChunks(ctx: Ctx, names: string[]): Promise<Map<string, st
 export async function prepare(ctx: Ctx): Promise<Prepared> {
   const top = await ProvenDir.top(path.join(ctx.instanceRoot, SYNC_DIR));
   if (top === null) return { top, folders: [], more: false };
-  await finishLeftovers(ctx, top);
+  // One listing of the (large) folder for the leftovers and the run folders: the leftover pass
+  // renames only `.expired-*` entries.
+  const listing = await top.list();
+  await finishLeftovers(ctx, top, listing);
 
-  const names = await listRunFolderNames(top);
   const after = await ctx.readCursor("folders");
-  const pending = after === null ? names : names.filter((name) => name > after);
   // This scope's folders after the cursor, in name order, at most one more than a batch
   // checks (to tell whether more are left), each with whether it can be removable at all.
   let mine: { name: string; mayBeRemovable: boolean }[];
   if (ctx.scope === INSTANCE_SCOPE) {
     // Deadline discovery: run state 200 folders at a time, stopping on shutdown.
+    const names = runFolderNames(listing);
     const owners = await ownersInChunks(ctx, names);
     if (ctx.claimed.some((c) => c.reason === "startup")) {
       for (const company of new Set(owners.values())) ctx.deadlines.at("startup", ctx.startedAt, company);
     }
-    mine = pending
-      .filter((name) => !owners.has(name))
+    mine = names
+      .filter((name) => !owners.has(name) && (after === null || name > after))
       .sort()
       .slice(0, LIMITS.foldersPerBatch + 1)
       .map((name) => ({ name, mayBeRemovable: true })); // no run: removable once old enough
   } else {
     const judge = { now: ctx.startedAt, windowMs: ctx.config.windowMs };
+    const pending = runFolderNames(listing, after);
     const runs = await companyRunsInOrder(ctx.db, pending, ctx.scope, LIMITS.foldersPerBatch + 1);
     mine = runs.map((run) => ({ name: run.id, mayBeRemovable: mayBeRemovable(run, judge) }));
   }
@@ -258,7 +270,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
       }
       continue;
     }
-    retired.push({ rel: id, name: to, companyId });
+    retired.push({ rel: id, name: to, companyId, bytes });
     await ctx.faults.hit("native-workspace-sync.after-rename");
   }
 
@@ -277,21 +289,22 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
 }
 
 export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
-  for (const item of applied.retired) {
+  // A few at once, each reported as it ends.
+  await mapBounded(applied.retired, DELETES_AT_ONCE, async (item) => {
     await ctx.faults.hit("native-workspace-sync.before-delete");
     let removed: { bytes: number } | null;
     try {
       // Claimed like any leftover: another job's leftover pass may meet it first.
-      removed = await claimAndRemove(applied.top!, item.name);
+      removed = await claimAndRemove(applied.top!, item.name, item.bytes);
     } catch {
       // An `.expired-*` name stays; the next batch's leftover pass finishes it.
       ctx.report.failed(item.rel, "delete_failed", { companyId: item.companyId });
       ctx.retryLater();
-      continue;
+      return;
     }
     // null: another job's leftover pass deleted it, and reports it.
     if (removed !== null) ctx.report.removedEntry(item.rel, removed.bytes, { companyId: item.companyId });
-  }
+  });
   if (ctx.report.candidates > 0) {
     ctx.log.info("native workspace sync folders", {
       event: "native_workspace_sync.retention",

@@ -5,9 +5,11 @@
  * never looked at. The top folder is taken as configured; below it nothing is followed
  * (fs/proven-dir.ts).
  */
+import type { Dirent } from "node:fs";
 import { errnoCode } from "@reclaim/shared";
 import {
   kindOf,
+  mapBounded,
   treeStats,
   UUID_NAME,
   type EntryKind,
@@ -31,9 +33,15 @@ export interface FolderSurvey {
  */
 export const SURVEY_CONCURRENCY = 8;
 
-/** The names in `top` that are run ids, in no particular order (each is lstat'ed when surveyed). */
-export async function listRunFolderNames(top: ProvenDir): Promise<string[]> {
-  return (await top.list()).map((entry) => entry.name).filter((name) => UUID_NAME.test(name));
+/**
+ * The names in a listing of the top folder that are run ids (after `after`, when given), in no
+ * particular order; each is lstat'ed when surveyed, whatever the listing said it was.
+ */
+export function runFolderNames(listing: readonly Dirent[], after: string | null = null): string[] {
+  const names: string[] = [];
+  for (const { name } of listing)
+    if ((after === null || name > after) && UUID_NAME.test(name)) names.push(name);
+  return names;
 }
 
 /** One folder, without confirming `top` (surveyFolders does, after the walks). */
@@ -67,24 +75,13 @@ export async function surveyFolders(
   options: { signal?: AbortSignal; each?: () => Promise<void> } = {},
 ): Promise<FolderSurvey[]> {
   const { signal, each } = options;
-  const results: FolderSurvey[] = new Array(names.length);
-  let next = 0;
-  let failure: { error: unknown } | null = null;
-  const walker = async () => {
-    while (failure === null && next < names.length) {
-      const i = next++;
-      try {
-        signal?.throwIfAborted();
-        results[i] = await walkFolder(top, names[i]!, signal);
-        signal?.throwIfAborted();
-        await each?.();
-      } catch (error) {
-        failure ??= { error };
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(SURVEY_CONCURRENCY, names.length) }, walker));
-  if (failure !== null) throw (failure as { error: unknown }).error;
+  const results = await mapBounded(names, SURVEY_CONCURRENCY, async (name) => {
+    signal?.throwIfAborted();
+    const survey = await walkFolder(top, name, signal);
+    signal?.throwIfAborted();
+    await each?.();
+    return survey;
+  });
   if (names.length > 0) await top.confirm();
   return results;
 }
