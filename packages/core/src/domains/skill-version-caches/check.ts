@@ -37,9 +37,8 @@ import {
 } from "./config";
 import { versionFacts } from "./queries";
 import { StorageKey } from "@reclaim/shared";
-import { unavailableRules } from "../sources";
 import { storageFor } from "../../storage";
-import { judgeRebuild, judgeVersion, SOURCES, type StorageProbe, type VersionFacts } from "./rules";
+import { judgeRebuild, judgeVersion, type StorageProbe, type VersionFacts } from "./rules";
 import {
   confirmSurveyed,
   lastUseRecordMs,
@@ -212,7 +211,13 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
   const company = prepared.company;
   if (company === null || ctx.companyId === null) return { trash };
 
-  const facts = await versionFacts(tx, ctx.companyId, prepared.versions, ctx.config.keep);
+  const facts = await versionFacts(
+    tx,
+    ctx.companyId,
+    prepared.versions,
+    ctx.config.keep,
+    ctx.config.assumeEmpty,
+  );
   const observationStart =
     prepared.versions.length > 0
       ? await startObservation(ctx, company, prepared.observationStartMs)
@@ -221,7 +226,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     now: ctx.startedAt,
     graceMs: ctx.config.graceMs,
     observationStartMs: observationStart,
-    unavailable: await unavailableRules(tx, SOURCES, ctx.config.assumeEmpty),
+    unavailable: facts.unavailable,
   };
   const companyId = ctx.companyId;
   let examined = 0;
@@ -241,13 +246,22 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     }
     const row = facts.versions.get(entry.key) ?? null;
     let verdict = judgeVersion(facts.company, entry, row, judge);
-    if (verdict.evict) {
+    if (verdict.evict && !ctx.dryRun) {
       // Current versions and pins were read under this lock; last use and the directory
-      // itself are files Paperclip may have touched since the survey: read them again.
+      // itself are files Paperclip may have touched since the survey: read them again before
+      // the rename. A dry run renames nothing: it reports the survey's reading, judged
+      // against this lock's facts, without the recheck that guards the rename.
       let now, lastUse;
       try {
-        now = await entry.in.dir.lstatEntry(entry.versionId);
-        lastUse = await lastUseRecordMs(company, entry.in, entry.versionId);
+        // Both at once (independent lstats); a refused record folder wins, as if read first.
+        const [dir, record] = await Promise.allSettled([
+          entry.in.dir.lstatEntry(entry.versionId),
+          lastUseRecordMs(company, entry.in, entry.versionId),
+        ]);
+        if (record.status === "rejected") throw record.reason;
+        if (dir.status === "rejected") throw dir.reason;
+        now = dir.value;
+        lastUse = record.value;
       } catch (error) {
         if (!(error instanceof PathRefused)) throw error;
         // A record folder planted as a link (or swapped) since the survey: kept, looked at again.

@@ -179,14 +179,20 @@ export function observationStartMs(tree: CompanyTree): Promise<number | null> {
 }
 
 export async function surveyVersion(
-  tree: CompanyTree,
+  tree: Pick<CompanyTree, "skills">,
   key: string,
   signal?: AbortSignal,
 ): Promise<VersionSurvey> {
   const [skillId, versionId] = key.split("/") as [string, string];
   const skill = tree.skills.get(skillId)!;
   const base = { key, skillId, versionId, path: skill.dir.join(versionId), in: skill };
-  const lastUse = await lastUseRecordMs(tree, skill, versionId);
+  // Two independent lstats, at once: the record beside it, and the directory itself. The
+  // record folder is the one this batch's openCompany found (a skill without one has no
+  // records to read now); apply looks for one again before a rename.
+  const [lastUse, own] = await Promise.all([
+    mtimeIn(skill.access, versionId),
+    skill.dir.lstatEntry(versionId),
+  ]);
   const none = (kind: EntryKind) => ({
     ...base,
     kind,
@@ -195,7 +201,6 @@ export async function surveyVersion(
     allocatedBytes: 0,
     lastUseRecordMs: lastUse,
   });
-  const own = await skill.dir.lstatEntry(versionId);
   const kind = kindOf(own);
   if (kind !== "directory") return none(kind);
   try {
