@@ -8,7 +8,8 @@
  *   - evicting (the caches really renamed to `.trash-*` and deleted) vs the bare survey plus
  *     the bare removal (`rm -r`) of the same caches in a copy of the same trees: the least
  *     filesystem work the rule needs.
- * Baseline and pipeline alternate company by company (order flipped every company), so load
+ * The dry run also prints a reference: the same survey, as many caches at once as the domain
+ * surveys (LIMITS.fsWidth). Baseline and pipeline alternate company by company (order flipped every company), so load
  * from other processes on the machine falls on both alike. Then the SQL statements of one
  * batch for two batch sizes, dry run and evicting: they must not grow with the batch (no
  * N+1); if they do, or the evicting pass does not evict exactly the eligible caches, the run
@@ -27,6 +28,8 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { treeStats } from "@reclaim/core";
 import { writeTree } from "@reclaim/testkit";
+import { LIMITS } from "../../packages/core/src/domains/skill-version-caches/config";
+import { mapInOrder } from "../../packages/core/src/domains/skill-version-caches/in-order";
 import { expectFlatQueries, fullPass, openBench, perSecond, type Bench } from "./harness";
 
 const COMPANIES = Number(process.env.BENCH_COMPANIES ?? 100);
@@ -92,11 +95,17 @@ async function company(bench: Bench, skills: number, versions: number): Promise<
 
 const elapsedMs = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
 
-/** The bare survey: what the rules read of each cache, nothing else. */
+/** The bare survey: what the rules read of each cache, nothing else, one cache after another. */
 async function survey(dirs: string[]): Promise<number> {
   let surveyed = 0;
   for (const dir of dirs) surveyed += (await treeStats(dir)).entries > 0 ? 1 : 0;
   return surveyed;
+}
+
+/** The same survey, as many caches at once as the domain surveys (LIMITS.fsWidth). */
+async function surveyWide(dirs: string[]): Promise<number> {
+  const stats = await mapInOrder(dirs, LIMITS.fsWidth, (dir) => treeStats(dir));
+  return stats.filter((s) => s.entries > 0).length;
 }
 
 interface Pass {
@@ -105,6 +114,8 @@ interface Pass {
   batches: number;
   baselineEntries: number;
   baselineMs: number;
+  referenceEntries: number;
+  referenceMs: number;
 }
 
 /**
@@ -115,13 +126,26 @@ async function measure(
   companies: Company[],
   pipeline: (c: Company) => Promise<{ checked: number; ms: number; batches: number }>,
   baseline: (c: Company) => Promise<number>,
+  reference?: (c: Company) => Promise<number>,
 ): Promise<Pass> {
-  const pass: Pass = { entries: 0, ms: 0, batches: 0, baselineEntries: 0, baselineMs: 0 };
+  const pass: Pass = {
+    entries: 0,
+    ms: 0,
+    batches: 0,
+    baselineEntries: 0,
+    baselineMs: 0,
+    referenceEntries: 0,
+    referenceMs: 0,
+  };
   for (const [i, c] of companies.entries()) {
     const runBaseline = async () => {
-      const start = process.hrtime.bigint();
+      let start = process.hrtime.bigint();
       pass.baselineEntries += await baseline(c);
       pass.baselineMs += elapsedMs(start);
+      if (!reference) return;
+      start = process.hrtime.bigint();
+      pass.referenceEntries += await reference(c);
+      pass.referenceMs += elapsedMs(start);
     };
     if (i % 2 === 0) await runBaseline();
     const run = await pipeline(c);
@@ -141,6 +165,12 @@ function print(what: string, baselineWhat: string, pass: Pass): number {
     `${what}: ${pass.entries} entries in ${pass.batches} batches, ${pass.ms.toFixed(0)} ms: ${rate} entries/s\n` +
       `  baseline (${baselineWhat}): ${pass.baselineEntries} entries, ${pass.baselineMs.toFixed(0)} ms: ${baseline} entries/s; ratio ${ratio.toFixed(2)}\n`,
   );
+  if (pass.referenceEntries > 0) {
+    const reference = perSecond(pass.referenceEntries, pass.referenceMs);
+    process.stdout.write(
+      `  reference (the same survey, ${LIMITS.fsWidth} caches at once as the domain surveys them): ${reference} entries/s; ratio ${(rate / reference).toFixed(2)}\n`,
+    );
+  }
   return ratio;
 }
 
@@ -180,6 +210,8 @@ async function main() {
       companies,
       (c) => fullPass(bench, "skill-version-caches", c.id, true),
       (c) => survey(c.dirs),
+      // A reference beside the baseline: the same survey at the domain's width.
+      (c) => surveyWide(c.dirs),
     );
     process.stdout.write(`load average after the dry run: ${load()}\n`);
     const evicting = await measure(

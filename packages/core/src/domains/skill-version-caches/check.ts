@@ -12,7 +12,8 @@
  *   preparation and pin persistence also take): read current versions and pins for the
  *   whole batch in one query; start the observation period of an installation without
  *   last-use records; judge each version (rules.ts), recheck its last use and identity,
- *   and rename an evictable one to a unique `.trash-<UUID>` sibling.
+ *   and rename an evictable one to a unique `.trash-<UUID>` sibling (a dry run renames
+ *   nothing, and makes no recheck).
  * finish (after commit): delete the trash, interrupted leftovers included, in a separate
  *   transaction holding the trash lock (not the company lock, so preparation can restore a
  *   version meanwhile). A `.trash-*` name never collides with a version id, so a version
@@ -35,6 +36,7 @@ import {
   VERSIONS_DIR,
   type SkillVersionCachesConfig,
 } from "./config";
+import { mapInOrder } from "./in-order";
 import { versionFacts } from "./queries";
 import { StorageKey } from "@reclaim/shared";
 import { storageFor } from "../../storage";
@@ -129,19 +131,25 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
   const tree = await openCompany(ctx.instanceRoot, ctx.scope);
   try {
     if (tree.company === null) return empty;
-    const listing = await listCompany(tree);
+    const after = await ctx.readCursor("versions");
+    // A dry run finishes no leftovers: it lists only the skills this batch's versions are in.
+    const listing = await listCompany(
+      tree,
+      ctx.dryRun ? { after, limit: LIMITS.versionsPerBatch } : undefined,
+    );
     const leftovers = await listLeftovers(ctx, tree, listing.trash);
     const keys = listing.keys;
     // Between the listing and the survey: a version can vanish here (tests only).
     await ctx.faults.hit("skill-version-caches.listed");
-    const after = await ctx.readCursor("versions");
     const start = after === null ? 0 : keys.findIndex((k) => k > after);
     const slice = start < 0 ? [] : keys.slice(start, start + LIMITS.versionsPerBatch);
-    const versions: VersionSurvey[] = [];
-    for (const key of slice) {
-      if (ctx.signal.aborted) break;
-      versions.push(await surveyVersion(tree, key, ctx.signal));
-    }
+    // A few versions surveyed at once; a cancellation stops new ones and keeps the surveyed prefix.
+    const versions: VersionSurvey[] = await mapInOrder(
+      slice,
+      LIMITS.fsWidth,
+      (key) => surveyVersion(tree, key, ctx.signal),
+      () => ctx.signal.aborted,
+    );
     await confirmSurveyed(versions);
     return {
       company: tree,
