@@ -8,7 +8,7 @@
  * A few leftovers are deleted at once (DELETES_AT_ONCE).
  */
 import type { Dirent } from "node:fs";
-import { mapBounded } from "./bounded";
+import { mapInOrder } from "./in-order";
 import { claimAndRemove, LeftoverDeleteFailed } from "./retire";
 import { PathRefused, type PathRefusal, type ProvenDir } from "./proven-dir";
 import { retiredPrefixOf, type RetiredPrefix } from "./retired-names";
@@ -68,23 +68,24 @@ export async function finishInterruptedDeletes(
   const all = await listRetired(dir, options.prefixes, options.listing);
   const start = options.after === null ? 0 : all.findIndex((entry) => entry.name > options.after!);
   const todo = start < 0 ? [] : all.slice(start, start + options.limit);
-  const tried = await mapBounded(todo, DELETES_AT_ONCE, async ({ name, symlink }) => {
-    // Once aborted, no more are started: those after it are left for the next batch.
-    if (options.signal?.aborted) return null;
-    const full = dir.join(name);
-    if (symlink) return { name, path: full, refused: "symlink" } as LeftoverResult;
-    try {
-      const removed = await claimAndRemove(dir, name);
-      return removed === null ? { name, path: full, taken: true } : { name, path: full, ...removed };
-    } catch (error) {
-      if (error instanceof PathRefused && error.reason !== "missing" && error.reason !== "identity_changed")
-        return { name, path: full, refused: error.reason };
-      return { name, path: error instanceof LeftoverDeleteFailed ? error.path : full, error };
-    }
-  });
-  // Those tried, in order (none after the first left untried).
-  const untried = tried.indexOf(null);
-  const results = (untried < 0 ? tried : tried.slice(0, untried)) as LeftoverResult[];
+  // Once aborted, no more are started: those after the last tried are left for the next batch.
+  const results = await mapInOrder(
+    todo,
+    DELETES_AT_ONCE,
+    async ({ name, symlink }): Promise<LeftoverResult> => {
+      const full = dir.join(name);
+      if (symlink) return { name, path: full, refused: "symlink" };
+      try {
+        const removed = await claimAndRemove(dir, name);
+        return removed === null ? { name, path: full, taken: true } : { name, path: full, ...removed };
+      } catch (error) {
+        if (error instanceof PathRefused && error.reason !== "missing" && error.reason !== "identity_changed")
+          return { name, path: full, refused: error.reason };
+        return { name, path: error instanceof LeftoverDeleteFailed ? error.path : full, error };
+      }
+    },
+    () => options.signal?.aborted === true,
+  );
   const last = results.at(-1)?.name ?? null;
   const reachedEnd = start < 0 || start + results.length >= all.length;
   return { results, cursor: reachedEnd ? null : last };

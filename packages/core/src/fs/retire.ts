@@ -9,11 +9,11 @@
  * `removeRetired` deletes a retired tree, never through a symlink, and reports the allocated
  * bytes freed. A failure leaves the retired name in place for a later sweep.
  */
-import { rm } from "node:fs/promises";
 import { errnoCode } from "@reclaim/shared";
 import { PathRefused, type ProvenDir } from "./proven-dir";
 import { retiredName, retiredPrefixOf, type RetiredPrefix } from "./retired-names";
-import { sameIdentity, treeStats, type Identity } from "./tree";
+import { removeTree } from "./remove-tree";
+import { sameIdentity, type Identity } from "./tree";
 
 /**
  * Renames the real directory `name` of `dir` aside; returns its retired name. `retired`: the
@@ -60,15 +60,9 @@ export async function unretire(dir: ProvenDir, retired: string, original: string
  * Deletes a retired tree that other jobs may also be finishing (a shared folder's leftovers):
  * it is first claimed by renaming it to a fresh name of the same kind, atomically, so exactly
  * one claimant deletes it. Returns `null` when another job claimed it first. A failed delete
- * throws `LeftoverDeleteFailed` naming where the tree now lies, for a later sweep. `counted`:
- * the tree's allocated bytes, when the caller walked it right before retiring it (no second
- * walk just to count them).
+ * throws `LeftoverDeleteFailed` naming where the tree now lies, for a later sweep.
  */
-export async function claimAndRemove(
-  dir: ProvenDir,
-  retired: string,
-  counted?: number,
-): Promise<{ bytes: number } | null> {
+export async function claimAndRemove(dir: ProvenDir, retired: string): Promise<{ bytes: number } | null> {
   const prefix = retiredPrefixOf(retired);
   if (!prefix) throw new Error(`BUG: ${retired} does not carry a retired name`);
   const claimed = retiredName(prefix);
@@ -80,7 +74,7 @@ export async function claimAndRemove(
     throw new LeftoverDeleteFailed(dir.join(retired), error);
   }
   try {
-    return { bytes: await removeRetired(dir, claimed, counted) };
+    return { bytes: await removeRetired(dir, claimed) };
   } catch (error) {
     if (error instanceof PathRefused) throw error;
     throw new LeftoverDeleteFailed(dir.join(claimed), error);
@@ -98,14 +92,11 @@ export class LeftoverDeleteFailed extends Error {
   }
 }
 
-/**
- * Deletes the tree `retired` of `dir`, which carries a retired name; returns the allocated bytes
- * it held (walked for them unless the caller `counted` them).
- */
-export async function removeRetired(dir: ProvenDir, retired: string, counted?: number): Promise<number> {
+/** Deletes the tree `retired` of `dir`, which carries a retired name; returns the allocated bytes it held. */
+export async function removeRetired(dir: ProvenDir, retired: string): Promise<number> {
   if (!retiredPrefixOf(retired)) throw new Error(`BUG: ${retired} does not carry a retired name`);
   // Before anything below it is looked at: a level replaced by a link since `dir` was proven
-  // would lead the walk (treeStats lists every directory) into the link's target.
+  // would lead the walk (it lists every directory) into the link's target.
   try {
     await dir.confirm();
   } catch (error) {
@@ -115,10 +106,8 @@ export async function removeRetired(dir: ProvenDir, retired: string, counted?: n
   const info = await dir.lstatEntry(retired);
   if (info === null) return 0;
   if (info.isSymbolicLink()) throw new PathRefused("symlink", dir.join(retired));
-  const allocatedBytes = counted ?? (await treeStats(dir.join(retired), undefined, info)).allocatedBytes;
-  // Right before the delete: `dir` is still the proven directory, so the path below it is ours.
-  await dir.confirm();
-  // fs.rm walks with lstat and unlinks links without following them.
-  await rm(dir.join(retired), { recursive: true, force: false, maxRetries: 2 });
-  return allocatedBytes;
+  // Right after the confirm: `dir` is still the proven directory, so the path below it is ours.
+  // The walk lstats every entry before removing it, counts it then, and unlinks links
+  // without following them (one walk: the bytes are those it removed).
+  return removeTree(dir.join(retired), info);
 }

@@ -24,7 +24,7 @@ import {
   claimAndRemove,
   DELETES_AT_ONCE,
   finishInterruptedDeletes,
-  mapBounded,
+  mapInOrder,
   PathRefused,
   ProvenDir,
   retire,
@@ -51,11 +51,8 @@ export interface Prepared {
 
 export interface Applied {
   top: ProvenDir | null;
-  /**
-   * Renamed to `.expired-*` in `top`, to delete after commit, with the allocated bytes the
-   * recheck under the lock counted in it.
-   */
-  retired: { rel: string; name: string; companyId: string | null; bytes: number }[];
+  /** Renamed to `.expired-*` in `top`, to delete after commit. */
+  retired: { rel: string; name: string; companyId: string | null }[];
 }
 
 const rel = (name: string) => `${SYNC_DIR}/${name}`;
@@ -270,7 +267,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
       }
       continue;
     }
-    retired.push({ rel: id, name: to, companyId, bytes });
+    retired.push({ rel: id, name: to, companyId });
     await ctx.faults.hit("native-workspace-sync.after-rename");
   }
 
@@ -290,12 +287,12 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
 
 export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
   // A few at once, each reported as it ends.
-  await mapBounded(applied.retired, DELETES_AT_ONCE, async (item) => {
+  await mapInOrder(applied.retired, DELETES_AT_ONCE, async (item) => {
     await ctx.faults.hit("native-workspace-sync.before-delete");
     let removed: { bytes: number } | null;
     try {
       // Claimed like any leftover: another job's leftover pass may meet it first.
-      removed = await claimAndRemove(applied.top!, item.name, item.bytes);
+      removed = await claimAndRemove(applied.top!, item.name);
     } catch {
       // An `.expired-*` name stays; the next batch's leftover pass finishes it.
       ctx.report.failed(item.rel, "delete_failed", { companyId: item.companyId });

@@ -9,7 +9,7 @@ import type { Dirent } from "node:fs";
 import { errnoCode } from "@reclaim/shared";
 import {
   kindOf,
-  mapBounded,
+  mapInOrder,
   treeStats,
   UUID_NAME,
   type EntryKind,
@@ -75,7 +75,7 @@ export async function surveyFolders(
   options: { signal?: AbortSignal; each?: () => Promise<void> } = {},
 ): Promise<FolderSurvey[]> {
   const { signal, each } = options;
-  const results = await mapBounded(names, SURVEY_CONCURRENCY, async (name) => {
+  const results = await mapInOrder(names, SURVEY_CONCURRENCY, async (name) => {
     signal?.throwIfAborted();
     const survey = await walkFolder(top, name, signal);
     signal?.throwIfAborted();
