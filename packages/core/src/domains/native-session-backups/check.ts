@@ -37,6 +37,7 @@ import {
   type Applied,
   type ArchiveDir,
   type Ctx,
+  type Expiring,
   type Prepared,
 } from "./batch";
 import { CONTINUITY_BREAKS_DIR, LIMITS, SESSIONS_DIR, SWEEP_INTERVAL_MS } from "./config";
@@ -201,12 +202,15 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
 }
 
 export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
+  // Every confirmed copy is renamed to `.expired-*` first, then their records go in one
+  // statement (one per copy grew a batch's statements with its size), then they are deleted.
+  const expired: { item: Expiring; name: string }[] = [];
   for (const item of applied.expiring) {
     // Committed, not yet `.expired`: a crash here leaves `.retiring-*` with no `current`.
     await ctx.faults.hit("native-session-backups.before-expired-rename");
-    let expired: string;
+    let name: string;
     try {
-      expired = await retire(item.dir, item.retiring, ".expired");
+      name = await retire(item.dir, item.retiring, ".expired");
     } catch (error) {
       if (isGone(error)) {
         // A concurrent instance sweep restored it after this job committed (README: the
@@ -219,12 +223,18 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
       }
       continue;
     }
-    await forgetRetirements(ctx.db, [path.relative(applied.root, item.dir.join(item.retiring))]).catch(
-      () => undefined,
-    );
+    expired.push({ item, name });
+  }
+  // A record left by a crash before this names a `.retiring-*` that no longer exists: no
+  // later batch can match it (unique names), so it only takes room.
+  await forgetRetirements(
+    ctx.db,
+    expired.map(({ item }) => path.relative(applied.root, item.dir.join(item.retiring))),
+  ).catch(() => undefined);
+  for (const { item, name } of expired) {
     // Outside any error handling: a crash here leaves `.expired-*` for the next batch.
     await ctx.faults.hit("native-session-backups.after-expired-rename");
-    await remove(ctx, { rel: item.rel, dir: item.dir, name: expired, companyId: item.companyId });
+    await remove(ctx, { rel: item.rel, dir: item.dir, name, companyId: item.companyId });
   }
   const archiveDirs = new Map<string, ArchiveDir>(applied.archiveDirs.map((a) => [a.rel, a]));
   for (const item of applied.deletions) {

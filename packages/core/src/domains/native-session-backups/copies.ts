@@ -10,7 +10,7 @@ import type { Tx } from "../../db";
 import { PathRefused, retire, unretire } from "../../fs";
 import { Batch, companyOf, copyRel, isGone, keptId, reportRefused, type Prepared } from "./batch";
 import { CURRENT } from "./config";
-import { finishLeftovers } from "./leftovers";
+import { finishLeftovers, Retirements } from "./leftovers";
 import { unavailableRules } from "../sources";
 import {
   confirmRetirements,
@@ -39,11 +39,15 @@ export async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): 
   const facts = await sessionFacts(tx, inputs(prepared.sessions.filter((s) => needsRows(s, judge))));
   const tentative: SessionSurvey[] = [];
   let handled = 0;
+  const retirements = new Retirements(
+    tx,
+    prepared.sessions.flatMap((s) => (s.backups ? [`${path.relative(prepared.root, s.backups.path)}/`] : [])),
+  );
 
   for (const session of prepared.sessions) {
     if (ctx.signal.aborted || batch.full) break;
     batch.examine();
-    const leftovers = await finishLeftovers(batch, tx, session);
+    const leftovers = await finishLeftovers(batch, retirements, session);
     if (leftovers === "unfinished") break;
     const verdict =
       leftovers === "judge" ? judgeSession(session, facts.get(session.name) ?? null, judge) : null;
@@ -67,6 +71,7 @@ export async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): 
     tentative.push(session);
     batch.removalsLeft -= 1;
   }
+  await retirements.flush();
   if (tentative.length === 0) return handled;
 
   // Lock the rows Paperclip would touch to resume these sessions, then decide again.
