@@ -9,7 +9,7 @@ import { unretire, type ProvenDir } from "../../fs";
 import { Batch, companyOf, copyRel, isGone, rel, retireOrSkip } from "./batch";
 import { BACKUPS_DIR, CURRENT } from "./config";
 import { confirmedRetirementsIn, forgetRetirements } from "./queries";
-import { listBackups, surveyCopy, type SessionSurvey } from "./survey";
+import { surveyCopy, type BackupsListing, type SessionSurvey } from "./survey";
 
 /**
  * The batch's records of confirmed retirements (reclaim_confirmed_retirements), in the job's
@@ -71,13 +71,15 @@ export async function finishLeftovers(
   batch: Batch,
   retirements: Retirements,
   session: SessionSurvey,
+  relisted: BackupsListing | undefined,
 ): Promise<"judge" | "wait" | "unfinished"> {
   const { ctx } = batch;
   const dir = session.backups;
-  if (ctx.dryRun || dir === null) return "judge";
-  // Read again under the lock: another job may have finished, restored or dropped what the
-  // survey saw (its finish runs after its commit, outside the lock).
-  const backups = await listBackups(dir);
+  if (ctx.dryRun || dir === null || relisted === undefined) return "judge";
+  // Read again under the lock (the caller lists the batch's sessions at once): another job
+  // may have finished, restored or dropped what the survey saw (its finish runs after its
+  // commit, outside the lock).
+  const backups = relisted;
   const companyId = companyOf(session);
   const leftover = (name: string) => rel(`${session.name}/${BACKUPS_DIR}/${name}`);
   for (const expired of backups.expired) {
