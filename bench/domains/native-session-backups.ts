@@ -2,16 +2,23 @@
  * Native session backups at scale: 5,000 sessions (closed issues, finished runs, task
  * sessions, a failover copy each) across 50 companies, with their evidence: a
  * continuity-break archive for every other session and a quarantine entry for every fifth,
- * all due. Prints entries (sessions and evidence) evaluated per second over a full
- * diagnosis, against a same-run baseline (the bare filesystem survey of the same copies and
- * entries), and the SQL statements of one batch for two batch sizes, dry run and expiring:
- * they must not grow with the batch (no N+1); if they do, the run fails (exit code 1).
+ * all due. Prints entries (sessions and evidence) evaluated per second over two full passes
+ * of the same entries, each against a baseline measured in the same run:
+ *   - a dry-run diagnosis, against the bare filesystem survey of the same copies and entries;
+ *   - an expiring pass (every copy and entry really removed through the job pipeline, task
+ *     sessions deleted), against the bare survey plus the bare removal (fs.rm) of an
+ *     identical copy of the same trees (cp -a): the least filesystem work the rule needs.
+ * Then the SQL statements of one batch for two batch sizes, dry run and expiring: they must
+ * not grow with the batch (no N+1); if they do, the run fails (exit code 1).
  *
  *   npx tsx bench/domains/native-session-backups.ts
  */
+import { execFile } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
-import { mkdir, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { promisify } from "node:util";
 import { INSTANCE_SCOPE, treeStats } from "@reclaim/core";
 import { writeTree } from "@reclaim/testkit";
 import { expectFlatQueries, fullPass, openBench, perSecond, type Bench } from "./harness";
@@ -116,6 +123,28 @@ async function main() {
     process.stdout.write(
       `diagnosis (dry run): ${pass.checked} entries (${SESSIONS} sessions, ${layout.evidence} evidence) in ${pass.batches} batches, ${pass.ms.toFixed(0)} ms: ${rate} entries/s\n` +
         `baseline (filesystem survey only): ${baseline} entries/s; ratio ${(rate / baseline).toFixed(2)}\n`,
+    );
+
+    // The same trees once more, for the bare removal: survey and delete each one.
+    const sessionsRoot = path.join(bench.instanceRoot, SESSIONS_DIR);
+    const twin = path.join(bench.instanceRoot, "twin");
+    await promisify(execFile)("cp", ["-a", sessionsRoot, twin]);
+    const twinTrees = layout.trees.map((t) => path.join(twin, path.relative(sessionsRoot, t)));
+    const removalStart = process.hrtime.bigint();
+    for (const tree of twinTrees) {
+      await treeStats(tree);
+      await rm(tree, { recursive: true });
+    }
+    const removalMs = Number(process.hrtime.bigint() - removalStart) / 1e6;
+
+    const expiring = await fullPass(bench, "native-session-backups", INSTANCE_SCOPE, false);
+    const left = layout.trees.filter((t) => existsSync(t)).length;
+    if (left > 0) throw new Error(`the expiring pass left ${left} of ${layout.trees.length} trees`);
+    const expiringRate = perSecond(expiring.checked, expiring.ms);
+    const removalBaseline = perSecond(twinTrees.length, removalMs);
+    process.stdout.write(
+      `expiring: ${expiring.checked} entries (all ${layout.trees.length} trees removed) in ${expiring.batches} batches, ${expiring.ms.toFixed(0)} ms: ${expiringRate} entries/s\n` +
+        `baseline (survey + fs.rm of the same trees): ${removalBaseline} entries/s; ratio ${(expiringRate / removalBaseline).toFixed(2)}\n`,
     );
 
     // Queries per batch, each session with a continuity-break archive due:

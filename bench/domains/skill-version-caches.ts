@@ -1,33 +1,58 @@
 /**
  * Skill version caches at scale: 10,000 cached versions across 100 companies (10 skills of
- * 10 versions each). Prints entries evaluated per second over a full diagnosis, against a
- * same-run baseline (the bare filesystem survey of the same directories), and the SQL
- * statements of one batch for two batch sizes, dry run and evicting: they must not grow with
- * the batch (no N+1); if they do, the run fails (exit code 1).
+ * 10 versions each, all eligible but each skill's current version and one pinned version per
+ * company). Prints entries evaluated per second over two full passes through the job
+ * pipeline, each against a baseline measured in the same run:
+ *   - dry run (a full diagnosis) vs the bare filesystem survey of the same directories
+ *     (treeStats: what the rules read of each cache: kind, identity, own mtime, bytes);
+ *   - evicting (the caches really renamed to `.trash-*` and deleted) vs the bare survey plus
+ *     the bare removal (`rm -r`) of the same caches in a copy of the same trees: the least
+ *     filesystem work the rule needs.
+ * The dry run also prints a reference: the same survey, as many caches at once as the domain
+ * surveys (LIMITS.fsWidth). Baseline and pipeline alternate company by company (order flipped every company), so load
+ * from other processes on the machine falls on both alike. Then the SQL statements of one
+ * batch for two batch sizes, dry run and evicting: they must not grow with the batch (no
+ * N+1); if they do, or the evicting pass does not evict exactly the eligible caches, the run
+ * fails (exit code 1).
  *
  *   npx tsx bench/domains/skill-version-caches.ts
+ *   BENCH_COMPANIES=20 BENCH_PROFILE=/tmp/svc.cpuprofile npx tsx bench/domains/skill-version-caches.ts
+ *     (a CPU profile of the measured passes only, setup left out)
  */
+import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { access, rm, writeFile } from "node:fs/promises";
+import { Session } from "node:inspector/promises";
+import { loadavg } from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import { treeStats } from "@reclaim/core";
 import { writeTree } from "@reclaim/testkit";
+import { LIMITS } from "../../packages/core/src/domains/skill-version-caches/config";
+import { mapInOrder } from "../../packages/core/src/fs/in-order";
 import { expectFlatQueries, fullPass, openBench, perSecond, type Bench } from "./harness";
 
 const COMPANIES = Number(process.env.BENCH_COMPANIES ?? 100);
+const PROFILE = process.env.BENCH_PROFILE;
 const SKILLS = 10;
 const VERSIONS = 10;
 const old = new Date(Date.now() - 24 * 3600_000);
 
-async function company(
-  bench: Bench,
-  skills: number,
-  versions: number,
-): Promise<{ id: string; dirs: string[] }> {
+interface Company {
+  id: string;
+  /** Every version directory. */
+  dirs: string[];
+  /** The ones an evicting pass must evict (not current, not pinned). */
+  evictable: string[];
+}
+
+async function company(bench: Bench, skills: number, versions: number): Promise<Company> {
   const id = randomUUID();
   const root = path.join(bench.instanceRoot, "skills", id);
   await writeTree(path.join(root, "__version_access__"), { ".observation-started": "" }, old);
   const rows: { id: string; companyId: string; companySkillId: string; revisionNumber: number }[] = [];
   const dirs: string[] = [];
+  const evictable: string[] = [];
   for (let s = 0; s < skills; s++) {
     const skill = randomUUID();
     const ids = Array.from({ length: versions }, () => randomUUID());
@@ -41,6 +66,8 @@ async function company(
         old,
       );
       dirs.push(dir);
+      // The current version (the last) and the pinned one (the company's first) stay.
+      if (v !== ids.at(-1) && v !== rows[0]!.id) evictable.push(dir);
     }
   }
   await bench.db.companySkillVersion.createMany({ data: rows });
@@ -63,39 +90,161 @@ async function company(
       companySkillVersionId: rows[0]!.id,
     },
   });
-  return { id, dirs };
+  return { id, dirs, evictable };
+}
+
+const elapsedMs = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
+
+/** The bare survey: what the rules read of each cache, nothing else, one cache after another. */
+async function survey(dirs: string[]): Promise<number> {
+  let surveyed = 0;
+  for (const dir of dirs) surveyed += (await treeStats(dir)).entries > 0 ? 1 : 0;
+  return surveyed;
+}
+
+/** The same survey, as many caches at once as the domain surveys (LIMITS.fsWidth). */
+async function surveyWide(dirs: string[]): Promise<number> {
+  const stats = await mapInOrder(dirs, LIMITS.fsWidth, (dir) => treeStats(dir));
+  return stats.filter((s) => s.entries > 0).length;
+}
+
+interface Pass {
+  entries: number;
+  ms: number;
+  batches: number;
+  baselineEntries: number;
+  baselineMs: number;
+  referenceEntries: number;
+  referenceMs: number;
+}
+
+/**
+ * One pass over every company, the pipeline and its baseline alternating company by company.
+ * `baseline(c)` returns the entries it surveyed.
+ */
+async function measure(
+  companies: Company[],
+  pipeline: (c: Company) => Promise<{ checked: number; ms: number; batches: number }>,
+  baseline: (c: Company) => Promise<number>,
+  reference?: (c: Company) => Promise<number>,
+): Promise<Pass> {
+  const pass: Pass = {
+    entries: 0,
+    ms: 0,
+    batches: 0,
+    baselineEntries: 0,
+    baselineMs: 0,
+    referenceEntries: 0,
+    referenceMs: 0,
+  };
+  for (const [i, c] of companies.entries()) {
+    const runBaseline = async () => {
+      let start = process.hrtime.bigint();
+      pass.baselineEntries += await baseline(c);
+      pass.baselineMs += elapsedMs(start);
+      if (!reference) return;
+      start = process.hrtime.bigint();
+      pass.referenceEntries += await reference(c);
+      pass.referenceMs += elapsedMs(start);
+    };
+    if (i % 2 === 0) await runBaseline();
+    const run = await pipeline(c);
+    pass.entries += run.checked;
+    pass.ms += run.ms;
+    pass.batches += run.batches;
+    if (i % 2 === 1) await runBaseline();
+  }
+  return pass;
+}
+
+function print(what: string, baselineWhat: string, pass: Pass): number {
+  const rate = perSecond(pass.entries, pass.ms);
+  const baseline = perSecond(pass.baselineEntries, pass.baselineMs);
+  const ratio = rate / baseline;
+  process.stdout.write(
+    `${what}: ${pass.entries} entries in ${pass.batches} batches, ${pass.ms.toFixed(0)} ms: ${rate} entries/s\n` +
+      `  baseline (${baselineWhat}): ${pass.baselineEntries} entries, ${pass.baselineMs.toFixed(0)} ms: ${baseline} entries/s; ratio ${ratio.toFixed(2)}\n`,
+  );
+  if (pass.referenceEntries > 0) {
+    const reference = perSecond(pass.referenceEntries, pass.referenceMs);
+    process.stdout.write(
+      `  reference (the same survey, ${LIMITS.fsWidth} caches at once as the domain surveys them): ${reference} entries/s; ratio ${(rate / reference).toFixed(2)}\n`,
+    );
+  }
+  return ratio;
+}
+
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(", ");
+
+async function exists(at: string): Promise<boolean> {
+  return access(at).then(
+    () => true,
+    () => false,
+  );
 }
 
 async function main() {
   const bench = await openBench();
+  const copyRoot = `${bench.instanceRoot}-baseline`;
+  const profiler = PROFILE ? new Session() : null;
   try {
     process.stdout.write(
       `setting up ${COMPANIES * SKILLS * VERSIONS} versions across ${COMPANIES} companies...\n`,
     );
-    const companies = [];
+    const companies: Company[] = [];
     for (let i = 0; i < COMPANIES; i++) companies.push(await company(bench, SKILLS, VERSIONS));
+    // The evicting baseline removes caches from a copy of the same trees (mtimes kept).
+    await promisify(execFile)("cp", ["-a", bench.instanceRoot, copyRoot]);
+    const inCopy = (dir: string) => path.join(copyRoot, path.relative(bench.instanceRoot, dir));
 
-    const baselineStart = process.hrtime.bigint();
-    let surveyed = 0;
-    for (const c of companies)
-      for (const dir of c.dirs) surveyed += (await treeStats(dir)).entries > 0 ? 1 : 0;
-    const baselineMs = Number(process.hrtime.bigint() - baselineStart) / 1e6;
-
-    let checked = 0;
-    let ms = 0;
-    let batches = 0;
-    for (const c of companies) {
-      const pass = await fullPass(bench, "skill-version-caches", c.id, true);
-      checked += pass.checked;
-      ms += pass.ms;
-      batches += pass.batches;
+    if (profiler) {
+      profiler.connect();
+      await profiler.post("Profiler.enable");
+      await profiler.post("Profiler.start");
     }
-    const rate = perSecond(checked, ms);
-    const baseline = perSecond(surveyed, baselineMs);
-    process.stdout.write(
-      `diagnosis (dry run): ${checked} entries in ${batches} batches, ${ms.toFixed(0)} ms: ${rate} entries/s\n` +
-        `baseline (filesystem survey only): ${baseline} entries/s; ratio ${(rate / baseline).toFixed(2)}\n`,
+    process.stdout.write(`load average before the passes: ${load()}\n`);
+    const dry = await measure(
+      companies,
+      (c) => fullPass(bench, "skill-version-caches", c.id, true),
+      (c) => survey(c.dirs),
+      // A reference beside the baseline: the same survey at the domain's width.
+      (c) => surveyWide(c.dirs),
     );
+    process.stdout.write(`load average after the dry run: ${load()}\n`);
+    const evicting = await measure(
+      companies,
+      (c) => fullPass(bench, "skill-version-caches", c.id, false),
+      async (c) => {
+        const surveyed = await survey(c.dirs.map(inCopy));
+        for (const dir of c.evictable) await rm(inCopy(dir), { recursive: true });
+        return surveyed;
+      },
+    );
+    process.stdout.write(`load average after the evicting pass: ${load()}\n`);
+    if (profiler) {
+      const { profile } = await profiler.post("Profiler.stop");
+      await writeFile(PROFILE!, JSON.stringify(profile));
+      profiler.disconnect();
+      process.stdout.write(`CPU profile of the passes: ${PROFILE}\n`);
+    }
+
+    print("dry run (diagnosis)", "filesystem survey only", dry);
+    print("evicting", "filesystem survey + rm -r of the same caches", evicting);
+
+    // The evicting pass evicted exactly the eligible caches, nothing else.
+    let wrong = 0;
+    for (const c of companies) {
+      const evictable = new Set(c.evictable);
+      for (const dir of c.dirs) if ((await exists(dir)) === evictable.has(dir)) wrong += 1;
+    }
+    const expected = companies.reduce((n, c) => n + c.evictable.length, 0);
+    process.stdout.write(
+      `evicted: ${wrong === 0 ? `all ${expected} eligible caches, nothing else` : `FAILED: ${wrong} caches wrong`}\n`,
+    );
+    if (wrong > 0) process.exitCode = 1;
 
     // Queries per batch: a batch of 10 versions and one of 50 (the limit), as a dry-run
     // diagnosis and evicting for real. The statements must not grow with the batch.
@@ -113,6 +262,7 @@ async function main() {
       expectFlatQueries(dryRun ? "dry run" : "evicting", batches);
     }
   } finally {
+    await rm(copyRoot, { recursive: true, force: true });
     await bench.close();
   }
 }

@@ -15,6 +15,7 @@ import {
   retire,
   retiredName,
   retiredPrefixOf,
+  treeStats,
 } from "@reclaim/core";
 
 let root: string;
@@ -78,6 +79,19 @@ describe("removeRetired never follows a symlink", () => {
     expect(bytes).toBeGreaterThanOrEqual(3 * 8192);
     expect(await readFile(path.join(outside, "f0"))).toHaveLength(8192);
     expect(await readdir(root)).toEqual(["outside"]);
+  });
+
+  it("deletes a nested tree in one walk, counting the allocated bytes treeStats counts, links as themselves", async () => {
+    const outside = await tree(path.join(root, "outside"));
+    const dir = await tree(path.join(root, "run"), 20);
+    for (let d = 0; d < 12; d++) await tree(path.join(dir, `d${d}`, "deeper"), 5);
+    await symlink(outside, path.join(dir, "d3", "deeper", "into-outside"));
+    await symlink(path.join(outside, "f1"), path.join(dir, "file-link"));
+    const { allocatedBytes } = await treeStats(dir);
+    const bytes = await removeRetired(top, await retire(top, path.basename(dir), ".expired"));
+    expect(bytes).toBe(allocatedBytes);
+    expect(await readdir(root)).toEqual(["outside"]);
+    expect((await readdir(outside)).sort()).toEqual(["f0", "f1", "f2"]);
   });
 
   it("refuses a retired name that is itself a symlink", async () => {

@@ -141,7 +141,20 @@ export function prismaTransaction<T>(
     db.$transaction((tx) => {
       const client = slot.client;
       // 'T': the connection is inside a transaction block, the one Prisma just began.
-      return fn(tx, client && client.getTransactionStatus() === "T" ? client : null);
+      const own = client && client.getTransactionStatus() === "T" ? client : null;
+      if (own) connections.set(tx, own);
+      return fn(tx, own);
     }),
   );
+}
+
+const connections = new WeakMap<Tx, pg.PoolClient>();
+
+/**
+ * The connection of a transaction begun by `prismaTransaction` (a job's check), so a check's
+ * fixed SQL runs as a prepared statement inside that very transaction:
+ * `runStatementIn(connectionOf(tx) ?? tx, STATEMENT, values)`. Null when it cannot be told.
+ */
+export function connectionOf(tx: Tx): pg.PoolClient | null {
+  return connections.get(tx) ?? null;
 }

@@ -5,7 +5,10 @@
  * Several jobs may walk the same directory: each leftover is claimed before it is deleted
  * (`claimAndRemove`), so no two jobs delete the same tree and none reports another's
  * deletion as failed. A leftover that is a symlink is refused (`symlink`), never followed.
+ * A few leftovers are deleted at once (DELETES_AT_ONCE).
  */
+import type { Dirent } from "node:fs";
+import { mapInOrder } from "./in-order";
 import { claimAndRemove, LeftoverDeleteFailed } from "./retire";
 import { PathRefused, type PathRefusal, type ProvenDir } from "./proven-dir";
 import { retiredPrefixOf, type RetiredPrefix } from "./retired-names";
@@ -29,12 +32,20 @@ export interface LeftoverBatch {
   cursor: string | null;
 }
 
-/** Retired names of the given kinds in `dir`, sorted, with whether each is a symlink. */
+/** Leftovers deleted at once. */
+export const DELETES_AT_ONCE = 4;
+
+/**
+ * Retired names of the given kinds in `dir`, sorted, with whether each is a symlink.
+ * `listing`: the entries of a `dir.list()` the caller has just taken (one listing of a large
+ * directory shared with the caller's own walk of it).
+ */
 export async function listRetired(
   dir: ProvenDir,
   prefixes: readonly RetiredPrefix[],
+  listing?: readonly Dirent[],
 ): Promise<{ name: string; symlink: boolean }[]> {
-  return (await dir.list())
+  return (listing ?? (await dir.list()))
     .filter((entry) => {
       const prefix = retiredPrefixOf(entry.name);
       return prefix !== null && prefixes.includes(prefix);
@@ -45,28 +56,36 @@ export async function listRetired(
 
 export async function finishInterruptedDeletes(
   dir: ProvenDir,
-  options: { prefixes: readonly RetiredPrefix[]; limit: number; after: string | null; signal?: AbortSignal },
+  options: {
+    prefixes: readonly RetiredPrefix[];
+    limit: number;
+    after: string | null;
+    signal?: AbortSignal;
+    /** As for `listRetired`. */
+    listing?: readonly Dirent[];
+  },
 ): Promise<LeftoverBatch> {
-  const all = await listRetired(dir, options.prefixes);
+  const all = await listRetired(dir, options.prefixes, options.listing);
   const start = options.after === null ? 0 : all.findIndex((entry) => entry.name > options.after!);
   const todo = start < 0 ? [] : all.slice(start, start + options.limit);
-  const results: LeftoverResult[] = [];
-  for (const { name, symlink } of todo) {
-    if (options.signal?.aborted) break;
-    const full = dir.join(name);
-    if (symlink) {
-      results.push({ name, path: full, refused: "symlink" });
-      continue;
-    }
-    try {
-      const removed = await claimAndRemove(dir, name);
-      results.push(removed === null ? { name, path: full, taken: true } : { name, path: full, ...removed });
-    } catch (error) {
-      if (error instanceof PathRefused && error.reason !== "missing" && error.reason !== "identity_changed")
-        results.push({ name, path: full, refused: error.reason });
-      else results.push({ name, path: error instanceof LeftoverDeleteFailed ? error.path : full, error });
-    }
-  }
+  // Once aborted, no more are started: those after the last tried are left for the next batch.
+  const results = await mapInOrder(
+    todo,
+    DELETES_AT_ONCE,
+    async ({ name, symlink }): Promise<LeftoverResult> => {
+      const full = dir.join(name);
+      if (symlink) return { name, path: full, refused: "symlink" };
+      try {
+        const removed = await claimAndRemove(dir, name);
+        return removed === null ? { name, path: full, taken: true } : { name, path: full, ...removed };
+      } catch (error) {
+        if (error instanceof PathRefused && error.reason !== "missing" && error.reason !== "identity_changed")
+          return { name, path: full, refused: error.reason };
+        return { name, path: error instanceof LeftoverDeleteFailed ? error.path : full, error };
+      }
+    },
+    () => options.signal?.aborted === true,
+  );
   const last = results.at(-1)?.name ?? null;
   const reachedEnd = start < 0 || start + results.length >= all.length;
   return { results, cursor: reachedEnd ? null : last };

@@ -9,11 +9,11 @@
  * `removeRetired` deletes a retired tree, never through a symlink, and reports the allocated
  * bytes freed. A failure leaves the retired name in place for a later sweep.
  */
-import { rm } from "node:fs/promises";
 import { errnoCode } from "@reclaim/shared";
 import { PathRefused, type ProvenDir } from "./proven-dir";
 import { retiredName, retiredPrefixOf, type RetiredPrefix } from "./retired-names";
-import { sameIdentity, treeStats, type Identity } from "./tree";
+import { removeTree } from "./remove-tree";
+import { sameIdentity, type Identity } from "./tree";
 
 /**
  * Renames the real directory `name` of `dir` aside; returns its retired name. `retired`: the
@@ -96,7 +96,7 @@ export class LeftoverDeleteFailed extends Error {
 export async function removeRetired(dir: ProvenDir, retired: string): Promise<number> {
   if (!retiredPrefixOf(retired)) throw new Error(`BUG: ${retired} does not carry a retired name`);
   // Before anything below it is looked at: a level replaced by a link since `dir` was proven
-  // would lead the walk (treeStats lists every directory) into the link's target.
+  // would lead the walk (it lists every directory) into the link's target.
   try {
     await dir.confirm();
   } catch (error) {
@@ -106,10 +106,8 @@ export async function removeRetired(dir: ProvenDir, retired: string): Promise<nu
   const info = await dir.lstatEntry(retired);
   if (info === null) return 0;
   if (info.isSymbolicLink()) throw new PathRefused("symlink", dir.join(retired));
-  const { allocatedBytes } = await treeStats(dir.join(retired), undefined, info);
-  // Right before the delete: `dir` is still the proven directory, so the path below it is ours.
-  await dir.confirm();
-  // fs.rm walks with lstat and unlinks links without following them.
-  await rm(dir.join(retired), { recursive: true, force: false, maxRetries: 2 });
-  return allocatedBytes;
+  // Right after the confirm: `dir` is still the proven directory, so the path below it is ours.
+  // The walk lstats every entry before removing it, counts it then, and unlinks links
+  // without following them (one walk: the bytes are those it removed).
+  return removeTree(dir.join(retired), info);
 }

@@ -37,14 +37,16 @@ import {
   type Applied,
   type ArchiveDir,
   type Ctx,
+  type Expiring,
   type Prepared,
 } from "./batch";
 import { CONTINUITY_BREAKS_DIR, LIMITS, SESSIONS_DIR, SWEEP_INTERVAL_MS } from "./config";
-import { expireSessions } from "./copies";
+import { expireSessions, inputs } from "./copies";
 import { countEvidenceBytes, listEvidence, surveyEvidence, type EvidenceEntry } from "./evidence";
 import { expireEvidence } from "./evidence-expiry";
-import { forgetRetirements, readLiveness } from "./queries";
-import { judgeEvidence, livenessAt } from "./rules";
+import { forgetRetirements, readLiveness, sessionFacts } from "./queries";
+import { judgeEvidence, judgeSession, livenessAt, needsRows, type Judge } from "./rules";
+import { eachBounded, takeInOrder } from "./bounded";
 import {
   entriesOf,
   listSessionNames,
@@ -78,29 +80,71 @@ async function startsFresh(ctx: Ctx, walk: "sessions" | "evidence"): Promise<boo
   return ctx.claimed.some((c) => (walk === "sessions" ? SESSION_REASONS : EVIDENCE_REASONS).has(c.reason));
 }
 
-async function walkSessions(ctx: Ctx, top: ProvenDir | null, names: string[], budget: number) {
+/** The leftovers of a session, each one a removal of the batch when it is not a dry run. */
+const leftoversOf = (session: SessionSurvey) => session.retiring.length + session.expired.length;
+
+/**
+ * Surveys the sessions from the cursor until they and their leftovers make `budget` entries.
+ * Expiring, apply stops at the 50th removal, and a session surveyed beyond it is surveyed
+ * again by the next batch (4 times over when every copy expires). So the walk first stops
+ * once the copies that the rows still have to judge (rules.ts `needsRows`) and the leftovers
+ * make 50; their rows are then read once, without a lock, only to see how many would expire:
+ * fewer than 50, and the walk goes on to the 200 entries as before. What apply decides, under
+ * the lock, is unchanged. A few sessions are surveyed at once (bounded.ts), in name order.
+ */
+async function walkSessions(ctx: Ctx, top: ProvenDir | null, names: string[], budget: number, judge: Judge) {
   const after = await ctx.readCursor("sessions");
   if (top === null || (after === null && !(await startsFresh(ctx, "sessions"))))
-    return { ran: top !== null, sessions: [], entries: 0, more: false };
+    return { ran: top !== null, sessions: [], entries: 0, removals: 0, more: false };
   const start = after === null ? 0 : names.findIndex((n) => n > after);
   const todo = start < 0 ? [] : names.slice(start);
   const sessions: SessionSurvey[] = [];
-  let looked = 0;
   let entries = 0;
-  for (const name of todo) {
-    if (ctx.signal.aborted || entries >= budget) break;
-    looked += 1;
-    if (ctx.scope !== INSTANCE_SCOPE) {
-      // A company's diagnosis: only the sessions its control-plane state assigns to it.
-      const state = await sessionState(top, name);
-      if (state.status !== "ok" || state.state.companyId !== ctx.scope) continue;
+  let removals = 0;
+  let removalsBudget = ctx.dryRun ? Infinity : LIMITS.removalsPerBatch;
+  let looked = 0;
+  const walk = () =>
+    takeInOrder(
+      todo.slice(looked),
+      async (name) => {
+        if (ctx.scope !== INSTANCE_SCOPE) {
+          // A company's diagnosis: only the sessions its control-plane state assigns to it.
+          const state = await sessionState(top, name);
+          if (state.status !== "ok" || state.state.companyId !== ctx.scope) return null;
+        }
+        return surveySession(top, name, ctx.signal);
+      },
+      (session) => {
+        if (ctx.signal.aborted || entries >= budget || removals >= removalsBudget) return false;
+        looked += 1;
+        if (session === null) return true;
+        // Its leftovers count toward the batch's entries too.
+        entries += entriesOf(session);
+        removals += (needsRows(session, judge) ? 1 : 0) + leftoversOf(session);
+        sessions.push(session);
+        return true;
+      },
+      // Each session is at least one entry: never more at once than could still be taken.
+      () => Math.min(budget - entries, removalsBudget - removals),
+    );
+  await walk();
+  if (removals >= removalsBudget && looked < todo.length && entries < budget && !ctx.signal.aborted) {
+    const facts = await sessionFacts(ctx.db, inputs(sessions.filter((s) => needsRows(s, judge))));
+    const expiring = sessions.filter((s) => judgeSession(s, facts.get(s.name) ?? null, judge).expire);
+    removals = expiring.length + sessions.reduce((n, s) => n + leftoversOf(s), 0);
+    if (removals < removalsBudget) {
+      removalsBudget = Infinity;
+      await walk();
     }
-    const session = await surveySession(top, name, ctx.signal);
-    // Its leftovers count toward the batch's entries too.
-    entries += entriesOf(session);
-    sessions.push(session);
   }
-  return { ran: true, sessions, entries, more: looked < todo.length, lastLooked: todo[looked - 1] };
+  return {
+    ran: true,
+    sessions,
+    entries,
+    removals,
+    more: looked < todo.length,
+    lastLooked: todo[looked - 1],
+  };
 }
 
 export async function prepare(ctx: Ctx): Promise<Prepared> {
@@ -119,7 +163,11 @@ async function survey(ctx: Ctx): Promise<Prepared> {
     ctx.config.livenessMaxAgeSeconds * 1000,
   );
   const names = await listSessionNames(top);
-  const walked = await walkSessions(ctx, top, names, LIMITS.entriesPerBatch);
+  const walked = await walkSessions(ctx, top, names, LIMITS.entriesPerBatch, {
+    now: ctx.startedAt,
+    windowMs: ctx.config.windowMs,
+    liveness,
+  });
   const prepared: Prepared = {
     root,
     sessionsRan: walked.ran,
@@ -143,7 +191,10 @@ async function survey(ctx: Ctx): Promise<Prepared> {
   )
     return prepared;
   const room = LIMITS.entriesPerBatch - walked.entries;
-  if (room <= 0 || ctx.signal.aborted) {
+  // Expiring: the removals the sessions may take first; evidence beyond what is left of the
+  // 50 would be surveyed again by the next batch.
+  const removalRoom = ctx.dryRun ? Infinity : LIMITS.removalsPerBatch - walked.removals;
+  if (room <= 0 || removalRoom <= 0 || ctx.signal.aborted) {
     if (evidenceAfter === null) await ctx.writeCursor("evidence", NOT_STARTED);
     ctx.continueNow();
     return prepared;
@@ -151,13 +202,25 @@ async function survey(ctx: Ctx): Promise<Prepared> {
   const listing = await listEvidence(top, names, evidenceAfter, room);
   const evidence: EvidenceEntry[] = [];
   const judge = evidenceJudge(ctx, liveness);
-  for (const key of listing.keys) {
-    if (ctx.signal.aborted) break;
-    const entry = await surveyEvidence(listing, key);
-    const verdict = judgeEvidence(entry, judge);
-    // Byte counting stays outside the lock, and only for what is going to be removed.
-    evidence.push(verdict.remove && !verdict.leftover ? await countEvidenceBytes(entry, ctx.signal) : entry);
-  }
+  let removable = 0;
+  await takeInOrder(
+    listing.keys,
+    async (key) => {
+      const entry = await surveyEvidence(listing, key);
+      const verdict = judgeEvidence(entry, judge);
+      // Byte counting stays outside the lock, and only for what is going to be removed.
+      const counted =
+        verdict.remove && !verdict.leftover ? await countEvidenceBytes(entry, ctx.signal) : entry;
+      return { entry: counted, remove: verdict.remove };
+    },
+    ({ entry, remove }) => {
+      if (ctx.signal.aborted || removable >= removalRoom) return false;
+      evidence.push(entry);
+      if (remove) removable += 1;
+      return true;
+    },
+    () => removalRoom - removable,
+  );
   prepared.evidence = evidence;
   prepared.evidenceMore = listing.more || evidence.length < listing.keys.length;
   prepared.emptyArchiveDirs = listing.emptyArchiveDirs;
@@ -201,12 +264,19 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
 }
 
 export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
-  for (const item of applied.expiring) {
-    // Committed, not yet `.expired`: a crash here leaves `.retiring-*` with no `current`.
-    await ctx.faults.hit("native-session-backups.before-expired-rename");
-    let expired: string;
+  // Every confirmed copy is renamed to `.expired-*` first, then their records go in one
+  // statement (one per copy grew a batch's statements with its size), then they are deleted.
+  // A few at once (bounded.ts): each is its own tree, and a failure or a crash at any point
+  // leaves each one `.retiring-*` or `.expired-*` for a later batch, as one at a time did.
+  // Each fault point is hit once, before its step starts on any copy (a crash there leaves
+  // every copy as the step found it).
+  const expired: { item: Expiring; name: string }[] = [];
+  // Committed, not yet `.expired`: a crash here leaves `.retiring-*` with no `current`.
+  if (applied.expiring.length > 0) await ctx.faults.hit("native-session-backups.before-expired-rename");
+  await eachBounded(applied.expiring, async (item) => {
+    let name: string;
     try {
-      expired = await retire(item.dir, item.retiring, ".expired");
+      name = await retire(item.dir, item.retiring, ".expired");
     } catch (error) {
       if (isGone(error)) {
         // A concurrent instance sweep restored it after this job committed (README: the
@@ -217,19 +287,25 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
         ctx.report.failed(item.rel, "rename_failed", { companyId: item.companyId });
         ctx.retryLater();
       }
-      continue;
+      return;
     }
-    await forgetRetirements(ctx.db, [path.relative(applied.root, item.dir.join(item.retiring))]).catch(
-      () => undefined,
-    );
-    // Outside any error handling: a crash here leaves `.expired-*` for the next batch.
-    await ctx.faults.hit("native-session-backups.after-expired-rename");
-    await remove(ctx, { rel: item.rel, dir: item.dir, name: expired, companyId: item.companyId });
-  }
+    expired.push({ item, name });
+  });
+  // A crash before this statement leaves records of `.retiring-*` names that no longer
+  // exist: no later batch can match them (unique names), so they only take room.
+  await forgetRetirements(
+    ctx.db,
+    expired.map(({ item }) => path.relative(applied.root, item.dir.join(item.retiring))),
+  ).catch(() => undefined);
+  // Outside any error handling: a crash here leaves `.expired-*` for the next batch.
+  if (expired.length > 0) await ctx.faults.hit("native-session-backups.after-expired-rename");
+  await eachBounded(expired, ({ item, name }) =>
+    remove(ctx, { rel: item.rel, dir: item.dir, name, companyId: item.companyId }),
+  );
   const archiveDirs = new Map<string, ArchiveDir>(applied.archiveDirs.map((a) => [a.rel, a]));
-  for (const item of applied.deletions) {
+  await eachBounded(applied.deletions, async (item) => {
     if ((await remove(ctx, item)) && item.archiveDir) archiveDirs.set(item.archiveDir.rel, item.archiveDir);
-  }
+  });
   for (const { session } of archiveDirs.values()) {
     // Only an empty folder of the proven session directory goes (rmdir never follows a link);
     // anything written into it meanwhile keeps it.

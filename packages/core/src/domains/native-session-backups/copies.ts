@@ -10,7 +10,7 @@ import type { Tx } from "../../db";
 import { PathRefused, retire, unretire } from "../../fs";
 import { Batch, companyOf, copyRel, isGone, keptId, reportRefused, type Prepared } from "./batch";
 import { CURRENT } from "./config";
-import { finishLeftovers } from "./leftovers";
+import { finishLeftovers, Retirements } from "./leftovers";
 import { unavailableRules } from "../sources";
 import {
   confirmRetirements,
@@ -20,11 +20,12 @@ import {
   type SessionInput,
 } from "./queries";
 import { judgeSession, needsRows, SOURCES, type SessionFacts } from "./rules";
-import type { SessionSurvey } from "./survey";
+import { listBackups, type BackupsListing, type SessionSurvey } from "./survey";
+import { eachBounded } from "./bounded";
 
 const inputOf = (s: SessionSurvey): SessionInput | null =>
   s.state.status === "ok" ? { scope: s.name, ...s.state.state } : null;
-const inputs = (sessions: SessionSurvey[]) =>
+export const inputs = (sessions: SessionSurvey[]) =>
   sessions.map(inputOf).filter((i): i is SessionInput => i !== null);
 const sameRuns = (a: string[], b: string[]) => a.length === b.length && a.every((id, i) => id === b[i]);
 
@@ -39,11 +40,23 @@ export async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): 
   const facts = await sessionFacts(tx, inputs(prepared.sessions.filter((s) => needsRows(s, judge))));
   const tentative: SessionSurvey[] = [];
   let handled = 0;
+  const retirements = new Retirements(
+    tx,
+    prepared.sessions.flatMap((s) => (s.backups ? [`${path.relative(prepared.root, s.backups.path)}/`] : [])),
+  );
+
+  // Every session's `failover-backups/` listed again under the lock, a few at once (bounded.ts).
+  const relisted = new Map<string, BackupsListing>();
+  if (!ctx.dryRun) {
+    await eachBounded(prepared.sessions, async (s) => {
+      if (s.backups) relisted.set(s.name, await listBackups(s.backups));
+    });
+  }
 
   for (const session of prepared.sessions) {
     if (ctx.signal.aborted || batch.full) break;
     batch.examine();
-    const leftovers = await finishLeftovers(batch, tx, session);
+    const leftovers = await finishLeftovers(batch, retirements, session, relisted.get(session.name));
     if (leftovers === "unfinished") break;
     const verdict =
       leftovers === "judge" ? judgeSession(session, facts.get(session.name) ?? null, judge) : null;
@@ -67,6 +80,7 @@ export async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): 
     tentative.push(session);
     batch.removalsLeft -= 1;
   }
+  await retirements.flush();
   if (tentative.length === 0) return handled;
 
   // Lock the rows Paperclip would touch to resume these sessions, then decide again.

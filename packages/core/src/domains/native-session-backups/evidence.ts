@@ -20,6 +20,7 @@ import {
   type ProvenDir,
 } from "../../fs";
 import type { ArchiveDir } from "./batch";
+import { takeInOrder } from "./bounded";
 import { CONTINUITY_BREAKS_DIR, QUARANTINE_DIR } from "./config";
 
 const ARCHIVE = new RegExp(`^(\\d+)-${UUID_PATTERN}$`);
@@ -81,19 +82,28 @@ export interface EvidenceListing {
   refused: PathRefused[];
 }
 
+/** `name` of `parent`, proven; null when absent, or refused (with why). */
+async function openFolder(
+  parent: ProvenDir,
+  name: string,
+): Promise<{ dir: ProvenDir | null; refused: PathRefused | null }> {
+  try {
+    return { dir: await parent.child(name), refused: null };
+  } catch (error) {
+    if (!(error instanceof PathRefused)) throw error;
+    return { dir: null, refused: error };
+  }
+}
+
 /** `name` of `parent`, proven; null when absent, or refused (recorded in `listing`). */
 async function folderOf(
   listing: EvidenceListing,
   parent: ProvenDir,
   name: string,
 ): Promise<ProvenDir | null> {
-  try {
-    return await parent.child(name);
-  } catch (error) {
-    if (!(error instanceof PathRefused)) throw error;
-    listing.refused.push(error);
-    return null;
-  }
+  const opened = await openFolder(parent, name);
+  if (opened.refused) listing.refused.push(opened.refused);
+  return opened.dir;
 }
 
 /**
@@ -133,26 +143,39 @@ export async function listEvidence(
     }
     return true;
   };
-  for (const session of inQuarantine ? [] : sessions) {
-    if (session < afterSession) continue;
-    // A symlinked session directory is never walked (the session walk reports it).
-    let dir: ProvenDir | null;
-    try {
-      dir = await top.child(session);
-    } catch (error) {
-      if (error instanceof PathRefused) continue;
-      throw error;
-    }
-    if (dir === null) continue;
-    const archives = await folderOf(listing, dir, CONTINUITY_BREAKS_DIR);
-    if (archives === null) continue;
-    const folder = `${session}/${CONTINUITY_BREAKS_DIR}`;
-    const archiveDir = { rel: folder, session: dir };
-    const found = (await archives.list()).map((entry) => entry.name);
-    listing.folders.set(folder, { dir: archives, archiveDir });
-    if (found.length === 0) listing.emptyArchiveDirs.push(archiveDir);
-    if (!add(folder, found)) return listing;
-  }
+  // A few sessions' folders are read at once (bounded.ts), added in session order; the
+  // listing stops at the first that fills it.
+  const todo = inQuarantine ? [] : sessions.filter((session) => session >= afterSession);
+  let full = false;
+  await takeInOrder(
+    todo,
+    async (session) => {
+      // A symlinked session directory is never walked (the session walk reports it).
+      let dir: ProvenDir | null;
+      try {
+        dir = await top.child(session);
+      } catch (error) {
+        if (error instanceof PathRefused) return null;
+        throw error;
+      }
+      if (dir === null) return null;
+      const archives = await openFolder(dir, CONTINUITY_BREAKS_DIR);
+      if (archives.refused || archives.dir === null) return { ...archives, session: dir, found: [] };
+      return { ...archives, session: dir, found: (await archives.dir.list()).map((entry) => entry.name) };
+    },
+    (opened, session) => {
+      if (opened === null) return true;
+      if (opened.refused) listing.refused.push(opened.refused);
+      if (opened.dir === null) return true;
+      const folder = `${session}/${CONTINUITY_BREAKS_DIR}`;
+      const archiveDir = { rel: folder, session: opened.session };
+      listing.folders.set(folder, { dir: opened.dir, archiveDir });
+      if (opened.found.length === 0) listing.emptyArchiveDirs.push(archiveDir);
+      full = !add(folder, opened.found);
+      return !full;
+    },
+  );
+  if (full) return listing;
   const quarantine = await folderOf(listing, top, QUARANTINE_DIR);
   if (quarantine !== null) {
     listing.folders.set(QUARANTINE_DIR, { dir: quarantine });

@@ -8,8 +8,38 @@ import type { Tx } from "../../db";
 import { unretire, type ProvenDir } from "../../fs";
 import { Batch, companyOf, copyRel, isGone, rel, retireOrSkip } from "./batch";
 import { BACKUPS_DIR, CURRENT } from "./config";
-import { confirmedRetirements, forgetRetirements } from "./queries";
-import { listBackups, surveyCopy, type SessionSurvey } from "./survey";
+import { confirmedRetirementsIn, forgetRetirements } from "./queries";
+import { surveyCopy, type BackupsListing, type SessionSurvey } from "./survey";
+
+/**
+ * The batch's records of confirmed retirements (reclaim_confirmed_retirements), in the job's
+ * transaction: read once for every session of the batch, when a session first has a
+ * `.retiring-*` under the lock, and the records of the copies finished here deleted together
+ * at the end (`flush`): a statement per session or per copy grew a batch with its size.
+ */
+export class Retirements {
+  private confirmed: Promise<Set<string>> | null = null;
+  private readonly finished: string[] = [];
+  constructor(
+    private readonly tx: Tx,
+    /** The sessions' `failover-backups/` folders, relative to the sessions root. */
+    private readonly folders: string[],
+  ) {}
+
+  /** The confirmed `.retiring-*` paths (relative to the sessions root) of the batch's sessions. */
+  recorded(): Promise<Set<string>> {
+    return (this.confirmed ??= confirmedRetirementsIn(this.tx, this.folders));
+  }
+
+  /** The copy left `.retiring-*`: its record goes at `flush`. */
+  forget(relative: string): void {
+    this.finished.push(relative);
+  }
+
+  flush(): Promise<void> {
+    return forgetRetirements(this.tx, this.finished);
+  }
+}
 
 /**
  * The `.retiring-*` copy to put back when `current` is missing: the newest by when it was
@@ -39,15 +69,17 @@ async function newestCopy(backups: ProvenDir, retiring: string[]): Promise<strin
  */
 export async function finishLeftovers(
   batch: Batch,
-  tx: Tx,
+  retirements: Retirements,
   session: SessionSurvey,
+  relisted: BackupsListing | undefined,
 ): Promise<"judge" | "wait" | "unfinished"> {
   const { ctx } = batch;
   const dir = session.backups;
-  if (ctx.dryRun || dir === null) return "judge";
-  // Read again under the lock: another job may have finished, restored or dropped what the
-  // survey saw (its finish runs after its commit, outside the lock).
-  const backups = await listBackups(dir);
+  if (ctx.dryRun || dir === null || relisted === undefined) return "judge";
+  // Read again under the lock (the caller lists the batch's sessions at once): another job
+  // may have finished, restored or dropped what the survey saw (its finish runs after its
+  // commit, outside the lock).
+  const backups = relisted;
   const companyId = companyOf(session);
   const leftover = (name: string) => rel(`${session.name}/${BACKUPS_DIR}/${name}`);
   for (const expired of backups.expired) {
@@ -55,7 +87,7 @@ export async function finishLeftovers(
     batch.examine();
     batch.delete({ rel: leftover(expired), dir, name: expired, companyId, reason: "interrupted_deletion" });
   }
-  const confirmed = await finishConfirmed(batch, tx, dir, backups.retiring, leftover, companyId);
+  const confirmed = await finishConfirmed(batch, retirements, dir, backups.retiring, leftover, companyId);
   if (confirmed === "unfinished") return "unfinished";
   const unconfirmed = backups.retiring.filter((p) => !confirmed.has(p));
   let superseded = unconfirmed;
@@ -105,22 +137,23 @@ export async function finishLeftovers(
  */
 async function finishConfirmed(
   batch: Batch,
-  tx: Tx,
+  retirements: Retirements,
   dir: ProvenDir,
   retiring: string[],
   leftover: (name: string) => string,
   companyId: string | null,
 ): Promise<Set<string> | "unfinished"> {
   const { ctx } = batch;
+  if (retiring.length === 0) return new Set();
   const relative = (name: string) => path.relative(batch.applied.root, dir.join(name));
-  const recorded = await confirmedRetirements(tx, retiring.map(relative));
+  const recorded = await retirements.recorded();
   const confirmed = new Set(retiring.filter((p) => recorded.has(relative(p))));
   for (const copy of confirmed) {
     if (batch.full) return "unfinished";
     batch.examine();
     const id = leftover(copy);
     const to = await retireOrSkip(ctx, dir, copy, ".expired", id, { companyId });
-    await forgetRetirements(tx, [relative(copy)]);
+    retirements.forget(relative(copy));
     if (to === null) continue;
     batch.delete({ rel: id, dir, name: to, companyId, reason: "confirmed_copy_interrupted" });
   }

@@ -78,11 +78,15 @@ export async function confirmRetirements(
   });
 }
 
-/** Which of these `.retiring-*` paths were confirmed (their transaction committed). */
-export async function confirmedRetirements(tx: Db | Tx, paths: string[]): Promise<Set<string>> {
-  if (paths.length === 0) return new Set();
+/**
+ * The confirmed `.retiring-*` paths (their transaction committed) below these folders
+ * (relative, e.g. `<session>/failover-backups/`): one query for a whole batch. The caller
+ * matches exact paths (a prefix may also match another folder's rows).
+ */
+export async function confirmedRetirementsIn(tx: Db | Tx, folders: string[]): Promise<Set<string>> {
+  if (folders.length === 0) return new Set();
   const rows = await tx.reclaimConfirmedRetirement.findMany({
-    where: { path: { in: paths } },
+    where: { OR: folders.map((folder) => ({ path: { startsWith: folder } })) },
     select: { path: true },
   });
   return new Set(rows.map((r) => r.path));

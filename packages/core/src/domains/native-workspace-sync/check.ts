@@ -1,25 +1,30 @@
 /**
  * One batch of native workspace sync retention for a scope.
  *
- * prepare (no lock): finish up to 50 interrupted deletions (`.expired-*`, own cursor); find
- *   the folders of this scope (company: its runs' folders; instance: folders with no run,
- *   plus start-up deadline discovery for every company that has folders); survey up to
- *   200 of them from the folder cursor.
+ * prepare (no lock): one listing of the folder; finish up to 50 interrupted deletions
+ *   (`.expired-*`, own cursor); find the folders of this scope after the folder cursor
+ *   (company: its runs' folders, one query; instance: folders with no run, plus start-up
+ *   deadline discovery for every company that has folders); survey those this batch can
+ *   examine (at most 200, and none from the 51st that can be removable at all on), a few at
+ *   once.
  * apply (the job's transaction, company lock): judge every folder on its run's state read
  *   without a lock (one query); most are kept, and a kept folder's run is never locked. For
  *   the candidates (at most 50) take each run's finalization ownership lock in one query
  *   (held elsewhere: skip, retry in 15 minutes), held until commit; read their run state
- *   again and survey each folder again under it, judge again (rules.ts), and rename a
- *   removable one to `.expired-<UUID>`. Each folder is thus decided and renamed in one
- *   transaction holding its run's lock.
- * finish (after commit): delete what was renamed (claimed first, as leftovers are: another
- *   job's leftover pass may meet it); a failed delete stays for a later batch.
+ *   again and survey each folder again under it (a few at once), judge again (rules.ts), and
+ *   rename a removable one to `.expired-<UUID>`. Each folder is thus decided and renamed in
+ *   one transaction holding its run's lock.
+ * finish (after commit): delete what was renamed, a few at once (claimed first, as leftovers
+ *   are: another job's leftover pass may meet it); a failed delete stays for a later batch.
  */
+import type { Dirent } from "node:fs";
 import path from "node:path";
 import { LOCK_NAMESPACES, tryLockMany, type Tx } from "../../db";
 import {
   claimAndRemove,
+  DELETES_AT_ONCE,
   finishInterruptedDeletes,
+  mapInOrder,
   PathRefused,
   ProvenDir,
   retire,
@@ -29,10 +34,10 @@ import { INSTANCE_SCOPE } from "../../ledger";
 import { recordedProcessIsLive } from "../../process/liveness";
 import type { JobContext } from "../types";
 import { LIMITS, SYNC_DIR, type NativeWorkspaceSyncConfig } from "./config";
-import { runOwners, runsOfCompany, runStates } from "./queries";
+import { companyRunsInOrder, runOwners, runStates } from "./queries";
 import { unavailableRules } from "../sources";
-import { judgeFolder, SOURCES, type Verdict } from "./rules";
-import { listRunFolderNames, surveyFolder, type FolderSurvey } from "./survey";
+import { judgeFolder, mayBeRemovable, SOURCES, type Verdict } from "./rules";
+import { runFolderNames, surveyFolders, type FolderSurvey } from "./survey";
 
 type Ctx = JobContext<NativeWorkspaceSyncConfig>;
 
@@ -52,13 +57,14 @@ export interface Applied {
 
 const rel = (name: string) => `${SYNC_DIR}/${name}`;
 
-async function finishLeftovers(ctx: Ctx, top: ProvenDir): Promise<void> {
+async function finishLeftovers(ctx: Ctx, top: ProvenDir, listing: readonly Dirent[]): Promise<void> {
   if (ctx.dryRun) return;
   const batch = await finishInterruptedDeletes(top, {
     prefixes: [".expired"],
     limit: LIMITS.leftoversPerBatch,
     after: await ctx.readCursor("leftovers"),
     signal: ctx.signal,
+    listing,
   });
   await ctx.writeCursor("leftovers", batch.cursor);
   for (const result of batch.results) {
@@ -93,32 +99,49 @@ async function ownersInChunks(ctx: Ctx, names: string[]): Promise<Map<string, st
 export async function prepare(ctx: Ctx): Promise<Prepared> {
   const top = await ProvenDir.top(path.join(ctx.instanceRoot, SYNC_DIR));
   if (top === null) return { top, folders: [], more: false };
-  await finishLeftovers(ctx, top);
+  // One listing of the (large) folder for the leftovers and the run folders: the leftover pass
+  // renames only `.expired-*` entries.
+  const listing = await top.list();
+  await finishLeftovers(ctx, top, listing);
 
-  const names = await listRunFolderNames(top);
-  let mine: string[];
+  const after = await ctx.readCursor("folders");
+  // This scope's folders after the cursor, in name order, at most one more than a batch
+  // checks (to tell whether more are left), each with whether it can be removable at all.
+  let mine: { name: string; mayBeRemovable: boolean }[];
   if (ctx.scope === INSTANCE_SCOPE) {
     // Deadline discovery: run state 200 folders at a time, stopping on shutdown.
+    const names = runFolderNames(listing);
     const owners = await ownersInChunks(ctx, names);
     if (ctx.claimed.some((c) => c.reason === "startup")) {
       for (const company of new Set(owners.values())) ctx.deadlines.at("startup", ctx.startedAt, company);
     }
-    mine = names.filter((name) => !owners.has(name));
+    mine = names
+      .filter((name) => !owners.has(name) && (after === null || name > after))
+      .sort()
+      .slice(0, LIMITS.foldersPerBatch + 1)
+      .map((name) => ({ name, mayBeRemovable: true })); // no run: removable once old enough
   } else {
-    const own = await runsOfCompany(ctx.db, names, ctx.scope);
-    mine = names.filter((name) => own.has(name));
+    const judge = { now: ctx.startedAt, windowMs: ctx.config.windowMs };
+    const pending = runFolderNames(listing, after);
+    const runs = await companyRunsInOrder(ctx.db, pending, ctx.scope, LIMITS.foldersPerBatch + 1);
+    mine = runs.map((run) => ({ name: run.id, mayBeRemovable: mayBeRemovable(run, judge) }));
   }
 
-  const after = await ctx.readCursor("folders");
-  const start = after === null ? 0 : mine.findIndex((name) => name > after);
-  const slice = start < 0 ? [] : mine.slice(start, start + LIMITS.foldersPerBatch);
-  const folders: FolderSurvey[] = [];
-  for (const name of slice) {
-    if (ctx.signal.aborted) break;
-    folders.push(await surveyFolder(top, name, ctx.signal));
-    await ctx.faults.hit("native-workspace-sync.surveyed");
+  // Survey only what this batch can examine: apply stops at the first candidate past the 50
+  // it can lock, so the folders from the 51st that can be removable at all on wait for the
+  // next batch. (A folder that turns out kept only makes this batch smaller.)
+  const batch: string[] = [];
+  let removable = 0;
+  for (const folder of mine) {
+    if (batch.length >= LIMITS.foldersPerBatch) break;
+    if (folder.mayBeRemovable && removable++ >= LIMITS.removalsPerBatch) break;
+    batch.push(folder.name);
   }
-  return { top, folders, more: start >= 0 && start + folders.length < mine.length };
+  const folders = await surveyFolders(top, batch, {
+    signal: ctx.signal,
+    each: () => ctx.faults.hit("native-workspace-sync.surveyed"),
+  });
+  return { top, folders, more: mine.length > folders.length };
 }
 
 export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Applied> {
@@ -155,6 +178,20 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
   const lockable = new Set(candidates);
   const owned = await tryLockMany(tx, LOCK_NAMESPACES.nativeRunFinalization, candidates);
   const underLock = await runStates(tx, [...owned]);
+  // Each locked folder surveyed again now that nobody else can touch it (the survey above ran
+  // before the lock; a writer holding it may have touched the folder since), all before the
+  // loop below judges and renames them. The instance job skips a folder whose run appeared.
+  const again = new Map(
+    (
+      await surveyFolders(
+        top,
+        candidates.filter(
+          (name) => owned.has(name) && (ctx.scope !== INSTANCE_SCOPE || !underLock.has(name)),
+        ),
+        { signal: ctx.signal },
+      )
+    ).map((survey) => [survey.name, survey]),
+  );
 
   const retired: Applied["retired"] = [];
   let examined = 0;
@@ -197,9 +234,8 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
       ctx.deadlines.at("discovered", ctx.startedAt, run.company_id);
       continue;
     }
-    // The survey ran before the lock; a writer holding the lock may have touched the folder
-    // since. Read it again now that nobody else can, and judge what is there.
-    const now = await surveyFolder(top, folder.name);
+    // Judged on what the folder holds now that nobody else can touch it (surveyed above).
+    const now = again.get(folder.name)!;
     if (now.stats === null || !sameIdentity(now.identity, folder.identity)) {
       ctx.report.skip(id, "folder_changed", { companyId });
       ctx.retryLater();
@@ -250,7 +286,8 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
 }
 
 export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
-  for (const item of applied.retired) {
+  // A few at once, each reported as it ends.
+  await mapInOrder(applied.retired, DELETES_AT_ONCE, async (item) => {
     await ctx.faults.hit("native-workspace-sync.before-delete");
     let removed: { bytes: number } | null;
     try {
@@ -260,11 +297,11 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
       // An `.expired-*` name stays; the next batch's leftover pass finishes it.
       ctx.report.failed(item.rel, "delete_failed", { companyId: item.companyId });
       ctx.retryLater();
-      continue;
+      return;
     }
     // null: another job's leftover pass deleted it, and reports it.
     if (removed !== null) ctx.report.removedEntry(item.rel, removed.bytes, { companyId: item.companyId });
-  }
+  });
   if (ctx.report.candidates > 0) {
     ctx.log.info("native workspace sync folders", {
       event: "native_workspace_sync.retention",

@@ -82,6 +82,23 @@ export interface Judge {
   unavailable?: ReadonlySet<SourceRule>;
 }
 
+/**
+ * Whether `judgeFolder` can find a folder of this run removable at all, from the run's status
+ * and finish alone: it never removes a folder of a run that is not settled or finished within
+ * the window. Only decides how many folders a batch surveys (check.ts); every decision is
+ * `judgeFolder`'s.
+ */
+export function mayBeRemovable(
+  run: Pick<RunState, "status" | "finished_at">,
+  judge: Pick<Judge, "now" | "windowMs">,
+): boolean {
+  return (
+    SETTLED_STATUSES.has(run.status) &&
+    run.finished_at !== null &&
+    run.finished_at.getTime() <= judge.now.getTime() - judge.windowMs
+  );
+}
+
 export function judgeFolder(folder: FolderFacts, run: RunState | null, judge: Judge): Verdict {
   const now = judge.now.getTime();
   const cutoff = now - judge.windowMs;

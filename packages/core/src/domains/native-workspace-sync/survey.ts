@@ -1,13 +1,15 @@
 /**
- * Filesystem reads for a batch, outside any lock: which run folders exist, what each one is
- * (a real directory or not), its identity, newest modification and allocated bytes.
+ * Filesystem reads for a batch: which run folders exist, what each one is (a real directory
+ * or not), its identity, newest modification and allocated bytes.
  * `<instance>/native-workspace-sync/generations` and any other name that is not a run id is
  * never looked at. The top folder is taken as configured; below it nothing is followed
  * (fs/proven-dir.ts).
  */
+import type { Dirent } from "node:fs";
 import { errnoCode } from "@reclaim/shared";
 import {
   kindOf,
+  mapInOrder,
   treeStats,
   UUID_NAME,
   type EntryKind,
@@ -24,26 +26,32 @@ export interface FolderSurvey {
   stats: TreeStats | null;
 }
 
-export async function listRunFolderNames(top: ProvenDir): Promise<string[]> {
-  return (await top.list())
-    .map((entry) => entry.name)
-    .filter((name) => UUID_NAME.test(name))
-    .sort();
+/**
+ * Folders walked at once. The walks are small (a descriptor, a manifest, a seeds folder), so
+ * one at a time spends most of its time waiting for each lstat's round trip through the
+ * thread pool; a few at once keep it busy.
+ */
+export const SURVEY_CONCURRENCY = 8;
+
+/**
+ * The names in a listing of the top folder that are run ids (after `after`, when given), in no
+ * particular order; each is lstat'ed when surveyed, whatever the listing said it was.
+ */
+export function runFolderNames(listing: readonly Dirent[], after: string | null = null): string[] {
+  const names: string[] = [];
+  for (const { name } of listing)
+    if ((after === null || name > after) && UUID_NAME.test(name)) names.push(name);
+  return names;
 }
 
-export async function surveyFolder(
-  top: ProvenDir,
-  name: string,
-  signal?: AbortSignal,
-): Promise<FolderSurvey> {
+/** One folder, without confirming `top` (surveyFolders does, after the walks). */
+async function walkFolder(top: ProvenDir, name: string, signal?: AbortSignal): Promise<FolderSurvey> {
   const full = top.join(name);
   const info = await top.lstatEntry(name);
   const kind = kindOf(info);
   if (kind !== "directory") return { name, path: full, kind, identity: null, stats: null };
   try {
     const stats = await treeStats(full, signal, info!);
-    // The walk went below `top` by path: `top` must still be the directory proven.
-    await top.confirm();
     return { name, path: full, kind, identity: { dev: info!.dev, ino: info!.ino }, stats };
   } catch (error) {
     // Removed meanwhile (another job): judged as gone.
@@ -51,4 +59,29 @@ export async function surveyFolder(
       return { name, path: full, kind: "missing", identity: null, stats: null };
     throw error;
   }
+}
+
+/**
+ * The folders `names` of `top`, in that order, up to SURVEY_CONCURRENCY walked at once; `each`
+ * runs after each walk. The walks go below `top` by path: once they are all done, `top` must
+ * still be the directory proven (one `confirm` for the group: a level replaced by a link during
+ * any walk, and still replaced, is refused as it would be after that walk alone). Stops, with
+ * the signal's reason, when it is aborted; on a failure, starts no more walks, waits for those
+ * under way and throws the first failure.
+ */
+export async function surveyFolders(
+  top: ProvenDir,
+  names: readonly string[],
+  options: { signal?: AbortSignal; each?: () => Promise<void> } = {},
+): Promise<FolderSurvey[]> {
+  const { signal, each } = options;
+  const results = await mapInOrder(names, SURVEY_CONCURRENCY, async (name) => {
+    signal?.throwIfAborted();
+    const survey = await walkFolder(top, name, signal);
+    signal?.throwIfAborted();
+    await each?.();
+    return survey;
+  });
+  if (names.length > 0) await top.confirm();
+  return results;
 }

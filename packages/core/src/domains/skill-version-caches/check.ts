@@ -12,7 +12,8 @@
  *   preparation and pin persistence also take): read current versions and pins for the
  *   whole batch in one query; start the observation period of an installation without
  *   last-use records; judge each version (rules.ts), recheck its last use and identity,
- *   and rename an evictable one to a unique `.trash-<UUID>` sibling.
+ *   and rename an evictable one to a unique `.trash-<UUID>` sibling (a dry run renames
+ *   nothing, and makes no recheck).
  * finish (after commit): delete the trash, interrupted leftovers included, in a separate
  *   transaction holding the trash lock (not the company lock, so preparation can restore a
  *   version meanwhile). A `.trash-*` name never collides with a version id, so a version
@@ -22,7 +23,7 @@ import path from "node:path";
 import { errnoCode } from "@reclaim/shared";
 import { MINUTE_MS } from "../../clock";
 import { tryLock, type Tx } from "../../db";
-import { PathRefused, removeRetired, retire, sameIdentity, type ProvenDir } from "../../fs";
+import { mapInOrder, PathRefused, removeRetired, retire, sameIdentity, type ProvenDir } from "../../fs";
 import { INSTANCE_SCOPE } from "../../ledger";
 import type { JobContext } from "../types";
 import {
@@ -37,9 +38,8 @@ import {
 } from "./config";
 import { versionFacts } from "./queries";
 import { StorageKey } from "@reclaim/shared";
-import { unavailableRules } from "../sources";
 import { storageFor } from "../../storage";
-import { judgeRebuild, judgeVersion, SOURCES, type StorageProbe, type VersionFacts } from "./rules";
+import { judgeRebuild, judgeVersion, type StorageProbe, type VersionFacts } from "./rules";
 import {
   confirmSurveyed,
   lastUseRecordMs,
@@ -130,19 +130,25 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
   const tree = await openCompany(ctx.instanceRoot, ctx.scope);
   try {
     if (tree.company === null) return empty;
-    const listing = await listCompany(tree);
+    const after = await ctx.readCursor("versions");
+    // A dry run finishes no leftovers: it lists only the skills this batch's versions are in.
+    const listing = await listCompany(
+      tree,
+      ctx.dryRun ? { after, limit: LIMITS.versionsPerBatch } : undefined,
+    );
     const leftovers = await listLeftovers(ctx, tree, listing.trash);
     const keys = listing.keys;
     // Between the listing and the survey: a version can vanish here (tests only).
     await ctx.faults.hit("skill-version-caches.listed");
-    const after = await ctx.readCursor("versions");
     const start = after === null ? 0 : keys.findIndex((k) => k > after);
     const slice = start < 0 ? [] : keys.slice(start, start + LIMITS.versionsPerBatch);
-    const versions: VersionSurvey[] = [];
-    for (const key of slice) {
-      if (ctx.signal.aborted) break;
-      versions.push(await surveyVersion(tree, key, ctx.signal));
-    }
+    // A few versions surveyed at once; a cancellation stops new ones and keeps the surveyed prefix.
+    const versions: VersionSurvey[] = await mapInOrder(
+      slice,
+      LIMITS.fsWidth,
+      (key) => surveyVersion(tree, key, ctx.signal),
+      () => ctx.signal.aborted,
+    );
     await confirmSurveyed(versions);
     return {
       company: tree,
@@ -212,7 +218,13 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
   const company = prepared.company;
   if (company === null || ctx.companyId === null) return { trash };
 
-  const facts = await versionFacts(tx, ctx.companyId, prepared.versions, ctx.config.keep);
+  const facts = await versionFacts(
+    tx,
+    ctx.companyId,
+    prepared.versions,
+    ctx.config.keep,
+    ctx.config.assumeEmpty,
+  );
   const observationStart =
     prepared.versions.length > 0
       ? await startObservation(ctx, company, prepared.observationStartMs)
@@ -221,7 +233,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     now: ctx.startedAt,
     graceMs: ctx.config.graceMs,
     observationStartMs: observationStart,
-    unavailable: await unavailableRules(tx, SOURCES, ctx.config.assumeEmpty),
+    unavailable: facts.unavailable,
   };
   const companyId = ctx.companyId;
   let examined = 0;
@@ -241,13 +253,22 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     }
     const row = facts.versions.get(entry.key) ?? null;
     let verdict = judgeVersion(facts.company, entry, row, judge);
-    if (verdict.evict) {
+    if (verdict.evict && !ctx.dryRun) {
       // Current versions and pins were read under this lock; last use and the directory
-      // itself are files Paperclip may have touched since the survey: read them again.
+      // itself are files Paperclip may have touched since the survey: read them again before
+      // the rename. A dry run renames nothing: it reports the survey's reading, judged
+      // against this lock's facts, without the recheck that guards the rename.
       let now, lastUse;
       try {
-        now = await entry.in.dir.lstatEntry(entry.versionId);
-        lastUse = await lastUseRecordMs(company, entry.in, entry.versionId);
+        // Both at once (independent lstats); a refused record folder wins, as if read first.
+        const [dir, record] = await Promise.allSettled([
+          entry.in.dir.lstatEntry(entry.versionId),
+          lastUseRecordMs(company, entry.in, entry.versionId),
+        ]);
+        if (record.status === "rejected") throw record.reason;
+        if (dir.status === "rejected") throw dir.reason;
+        now = dir.value;
+        lastUse = record.value;
       } catch (error) {
         if (!(error instanceof PathRefused)) throw error;
         // A record folder planted as a link (or swapped) since the survey: kept, looked at again.

@@ -55,6 +55,12 @@ export const LIMITS = {
   versionsPerBatch: 50,
   /** Interrupted trash removals finished per batch (own cursor). */
   trashPerBatch: 50,
+  /**
+   * Independent filesystem reads outside the lock (proving skill levels, listing skills,
+   * surveying versions) in flight at once: enough to keep the disk busy between round trips
+   * to the thread pool (libuv: 4 threads), few enough to leave it to Paperclip.
+   */
+  fsWidth: 4,
 } as const;
 
 /** Under the instance root: `skills/<company>/__versions__/<skill>/<version>`. */

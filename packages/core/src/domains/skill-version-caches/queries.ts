@@ -1,32 +1,44 @@
 /** The database reads of this domain (SQL in the .sql files beside this one). */
 import type { Tx } from "../../db";
 import { sqlFile } from "../../db/sql";
-import type { CompanyFacts, VersionFacts } from "./rules";
+import { rulesWithUnwrittenSources, sourceTables } from "../sources";
+import { SOURCES, type CompanyFacts, type SourceRule, type VersionFacts } from "./rules";
 import type { VersionRef } from "./survey";
 
 export interface BatchFacts {
   company: CompanyFacts;
   versions: Map<string, VersionFacts>;
+  /** Pin rules whose tables nothing but Reclaim writes here (sources/index.ts `unavailableRules`). */
+  unavailable: Set<SourceRule>;
 }
 
-type Row = VersionFacts & CompanyFacts;
+type Row = VersionFacts & CompanyFacts & { unwritten_tables: string[] };
 
-/** Facts for a batch, keyed by `<skill>/<version>`. An empty batch still learns the company facts. */
+/**
+ * Facts for a batch, keyed by `<skill>/<version>`, in one round trip. A batch without entries
+ * learns nothing (no rows): it has nothing to judge.
+ */
 export async function versionFacts(
   tx: Tx,
   companyId: string,
   refs: VersionRef[],
   keep: number,
+  assumeEmpty: readonly SourceRule[],
 ): Promise<BatchFacts> {
   const rows = await tx.$queryRawUnsafe<Row[]>(
     sqlFile(__dirname, "version-facts.sql"),
     companyId,
     JSON.stringify(refs.map((r) => ({ skillId: r.skillId, versionId: r.versionId }))),
     keep,
+    sourceTables(SOURCES),
   );
   const company: CompanyFacts = {
     run_selection_unknown: rows.some((r) => r.run_selection_unknown),
     recovery_selection_unknown: rows.some((r) => r.recovery_selection_unknown),
   };
-  return { company, versions: new Map(rows.map((r) => [`${r.skill_id}/${r.version_id}`, r])) };
+  return {
+    company,
+    versions: new Map(rows.map((r) => [`${r.skill_id}/${r.version_id}`, r])),
+    unavailable: rulesWithUnwrittenSources(SOURCES, rows[0]?.unwritten_tables ?? [], assumeEmpty),
+  };
 }

@@ -14,6 +14,7 @@
 import { errnoCode } from "@reclaim/shared";
 import {
   kindOf,
+  mapInOrder,
   PathRefused,
   ProvenDir,
   retiredPrefixOf,
@@ -22,7 +23,7 @@ import {
   type EntryKind,
   type Identity,
 } from "../../fs";
-import { ACCESS_DIR, OBSERVATION_MARKER, SKILLS_DIR, VERSIONS_DIR } from "./config";
+import { ACCESS_DIR, LIMITS, OBSERVATION_MARKER, SKILLS_DIR, VERSIONS_DIR } from "./config";
 import path from "node:path";
 
 export interface VersionRef {
@@ -117,20 +118,35 @@ export async function openCompany(instanceRoot: string, companyId: string): Prom
   }
   if (versions === null) return tree;
   try {
-    for (const entry of await versions.list()) {
-      if (!UUID_NAME.test(entry.name)) continue;
+    const entries = (await versions.list()).filter((e) => UUID_NAME.test(e.name));
+    // Each skill's two levels are proven a few skills at once; the outcomes are taken in
+    // listing order, so the report reads the same.
+    const proven = await mapInOrder(
+      entries.filter((e) => !e.isSymbolicLink() && e.isDirectory()),
+      LIMITS.fsWidth,
+      async (entry) => {
+        try {
+          const [dir, access] = await Promise.all([
+            versions.child(entry.name),
+            tree.access?.child(entry.name) ?? null,
+          ]);
+          return { name: entry.name, dir, access };
+        } catch (error) {
+          return { name: entry.name, error };
+        }
+      },
+    );
+    const outcomes = new Map(proven.map((p) => [p.name, p]));
+    for (const entry of entries) {
       if (entry.isSymbolicLink()) {
         tree.refused.push(new PathRefused("symlink", versions.join(entry.name)));
         continue;
       }
-      if (!entry.isDirectory()) continue;
-      try {
-        const dir = await versions.child(entry.name);
-        const access = (await tree.access?.child(entry.name)) ?? null;
-        if (dir) tree.skills.set(entry.name, { skillId: entry.name, dir, access });
-      } catch (error) {
-        keep(tree, error);
-      }
+      const outcome = outcomes.get(entry.name);
+      if (outcome === undefined) continue;
+      if ("error" in outcome) keep(tree, outcome.error);
+      else if (outcome.dir)
+        tree.skills.set(entry.name, { skillId: entry.name, dir: outcome.dir, access: outcome.access });
     }
   } catch (error) {
     tree.company = null;
@@ -139,17 +155,40 @@ export async function openCompany(instanceRoot: string, companyId: string): Prom
   return tree;
 }
 
-/** Every `<skill>/<version>` key and `.trash-*` leftover of a company (one listing per skill). */
-export async function listCompany(tree: CompanyTree): Promise<CompanyListing> {
+/**
+ * The `<skill>/<version>` keys and `.trash-*` leftovers of a company (one listing per skill).
+ * `versionsAfter`: only the version walk from that cursor is wanted, no leftovers (a dry run
+ * deletes none): skills are listed in key order from the cursor's skill, and listing stops
+ * once more than `limit` keys after the cursor are known, so `keys` holds every key after
+ * the cursor up to at least limit + 1 of them (what one batch and its `more` need).
+ */
+export async function listCompany(
+  tree: CompanyTree,
+  versionsAfter?: { after: string | null; limit: number },
+): Promise<CompanyListing> {
   const listing: CompanyListing = { keys: [], trash: [] };
-  for (const skill of tree.skills.values()) {
-    for (const entry of await skill.dir.list()) {
-      const key = `${skill.skillId}/${entry.name}`;
-      if (UUID_NAME.test(entry.name)) listing.keys.push(key);
-      else if (retiredPrefixOf(entry.name) === ".trash")
-        listing.trash.push({ key, symlink: entry.isSymbolicLink() });
-    }
+  let skills = [...tree.skills.values()];
+  if (versionsAfter) {
+    const from = versionsAfter.after?.split("/")[0] ?? "";
+    skills = skills.filter((s) => s.skillId >= from).sort((a, b) => (a.skillId < b.skillId ? -1 : 1));
   }
+  let after = 0;
+  // A few skills listed at once; with `versionsAfter`, none started once enough keys are known.
+  await mapInOrder(
+    skills,
+    LIMITS.fsWidth,
+    async (skill) => {
+      for (const entry of await skill.dir.list()) {
+        const key = `${skill.skillId}/${entry.name}`;
+        if (UUID_NAME.test(entry.name)) {
+          listing.keys.push(key);
+          if (versionsAfter && (versionsAfter.after === null || key > versionsAfter.after)) after += 1;
+        } else if (!versionsAfter && retiredPrefixOf(entry.name) === ".trash")
+          listing.trash.push({ key, symlink: entry.isSymbolicLink() });
+      }
+    },
+    () => versionsAfter !== undefined && after > versionsAfter.limit,
+  );
   listing.keys.sort();
   listing.trash.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   return listing;
@@ -179,14 +218,20 @@ export function observationStartMs(tree: CompanyTree): Promise<number | null> {
 }
 
 export async function surveyVersion(
-  tree: CompanyTree,
+  tree: Pick<CompanyTree, "skills">,
   key: string,
   signal?: AbortSignal,
 ): Promise<VersionSurvey> {
   const [skillId, versionId] = key.split("/") as [string, string];
   const skill = tree.skills.get(skillId)!;
   const base = { key, skillId, versionId, path: skill.dir.join(versionId), in: skill };
-  const lastUse = await lastUseRecordMs(tree, skill, versionId);
+  // Two independent lstats, at once: the record beside it, and the directory itself. The
+  // record folder is the one this batch's openCompany found (a skill without one has no
+  // records to read now); apply looks for one again before a rename.
+  const [lastUse, own] = await Promise.all([
+    mtimeIn(skill.access, versionId),
+    skill.dir.lstatEntry(versionId),
+  ]);
   const none = (kind: EntryKind) => ({
     ...base,
     kind,
@@ -195,7 +240,6 @@ export async function surveyVersion(
     allocatedBytes: 0,
     lastUseRecordMs: lastUse,
   });
-  const own = await skill.dir.lstatEntry(versionId);
   const kind = kindOf(own);
   if (kind !== "directory") return none(kind);
   try {

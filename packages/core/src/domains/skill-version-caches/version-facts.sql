@@ -5,6 +5,7 @@
 -- $1 text: company id (uuid)
 -- $2 jsonb: array of {"skillId": uuid text, "versionId": uuid text}
 -- $3 integer: PAPERCLIP_SKILL_VERSION_RETENTION_KEEP (newest versions kept per skill)
+-- $4 text[]: the pin rules' source tables (rules.ts SOURCES)
 -- Output, one row per input entry:
 --   skill_id, version_id
 --   version_exists, version_matches  a company_skill_versions row with this id exists / for this company and skill
@@ -18,6 +19,8 @@
 --                                    (company_skill_version_packages; null: nothing recorded)
 --   run_selection_unknown            (same on every row) an active run of the company has a pin without a version
 --   recovery_selection_unknown       (same on every row) an unsettled recovery pin has no version
+--   unwritten_tables                 (same on every row) which of $4 nothing but Reclaim writes here:
+--                                    the rule of sources/unwritten-tables.sql, read in this round trip
 -- Works on Paperclip's full tables and on Reclaim's mirror alike.
 WITH entries AS (
   SELECT DISTINCT e ->> 'skillId' AS skill_id, e ->> 'versionId' AS version_id
@@ -40,7 +43,12 @@ unsettled_recoveries AS (
 ),
 company AS (
   SELECT EXISTS (SELECT 1 FROM active_pins WHERE version_id IS NULL) AS run_selection_unknown,
-         EXISTS (SELECT 1 FROM unsettled_recoveries WHERE version_id IS NULL) AS recovery_selection_unknown
+         EXISTS (SELECT 1 FROM unsettled_recoveries WHERE version_id IS NULL) AS recovery_selection_unknown,
+         ARRAY(SELECT t.table_name::text
+                 FROM reclaim_created_tables t
+                WHERE t.table_name = ANY($4::text[])
+                  AND NOT EXISTS (SELECT 1 FROM reclaim_created_tables p WHERE p.table_name = 'heartbeat_runs')
+              ) AS unwritten_tables
 )
 SELECT e.skill_id,
        e.version_id,
@@ -61,7 +69,8 @@ SELECT e.skill_id,
        p.recipe AS package_recipe,
        p.externally_durable AS package_externally_durable,
        c.run_selection_unknown,
-       c.recovery_selection_unknown
+       c.recovery_selection_unknown,
+       c.unwritten_tables
   FROM entries e
   CROSS JOIN company c
   LEFT JOIN company_skill_versions v ON v.id = e.version_id::uuid

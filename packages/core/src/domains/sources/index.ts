@@ -26,15 +26,36 @@ export async function unavailableRules<R extends string>(
   rules: SourceRules<R>,
   assumeEmpty: readonly string[],
 ): Promise<Set<R>> {
-  const names = Object.keys(rules) as R[];
-  const tables = [...new Set(names.flatMap((rule) => rules[rule]))];
   const rows = await db.$queryRawUnsafe<{ table_name: string }[]>(
     sqlFile(__dirname, "unwritten-tables.sql"),
-    tables,
+    sourceTables(rules),
   );
-  const unwritten = new Set(rows.map((r) => r.table_name));
+  return rulesWithUnwrittenSources(
+    rules,
+    rows.map((r) => r.table_name),
+    assumeEmpty,
+  );
+}
+
+/** Every table the rules read (unwritten-tables.sql's `$1`). */
+export function sourceTables<R extends string>(rules: SourceRules<R>): string[] {
+  return [...new Set((Object.keys(rules) as R[]).flatMap((rule) => rules[rule]))];
+}
+
+/**
+ * `unavailableRules` from the tables unwritten-tables.sql listed, for a domain whose own batch
+ * query reads them in the same round trip.
+ */
+export function rulesWithUnwrittenSources<R extends string>(
+  rules: SourceRules<R>,
+  unwrittenTables: readonly string[],
+  assumeEmpty: readonly string[],
+): Set<R> {
+  const unwritten = new Set(unwrittenTables);
   return new Set(
-    names.filter((rule) => !assumeEmpty.includes(rule) && rules[rule].some((table) => unwritten.has(table))),
+    (Object.keys(rules) as R[]).filter(
+      (rule) => !assumeEmpty.includes(rule) && rules[rule].some((table) => unwritten.has(table)),
+    ),
   );
 }
 

@@ -1,0 +1,136 @@
+/**
+ * Native session backups: the SQL statements of one batch do not grow with the entries in it
+ * (no N+1), dry run and expiring, with every kind of entry a batch handles: copies, their
+ * continuity-break archives, and an interrupted batch's confirmed `.retiring-*` and
+ * `.expired-*` leftovers. Each batch runs through the real job pipeline (runJob, no BullMQ)
+ * on a database of its own, and every statement pg sends in it is counted (BEGIN, locks,
+ * reads, the settle's ledger and report writes, COMMIT). A statement per copy, per session or
+ * per leftover came in once unnoticed (a704047: one DELETE per confirmed copy after commit).
+ */
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import pg from "pg";
+import {
+  createDb,
+  domainRegistry,
+  FaultPoints,
+  INSTANCE_SCOPE,
+  runJob,
+  silentLogger,
+  systemClock,
+  type BatchReport,
+  type Db,
+  type DeadlineQueues,
+  type DomainControls,
+  type DomainId,
+} from "@reclaim/core";
+import { createTestDatabase, writeTree, type Stack, type TestDatabase } from "@reclaim/testkit";
+import { closedSession, DOMAIN, sessionDir, writeArchive } from "./native-session-backups.fixtures";
+
+let statements = 0;
+const query = pg.Client.prototype.query;
+beforeAll(() => {
+  pg.Client.prototype.query = function counted(this: pg.Client, ...args: unknown[]) {
+    statements += 1;
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof pg.Client.prototype.query;
+});
+afterAll(() => {
+  pg.Client.prototype.query = query;
+});
+
+const opened: { database: TestDatabase; db: Db; root: string }[] = [];
+afterAll(async () => {
+  for (const { database, db, root } of opened) {
+    await db.$disconnect();
+    await database.drop();
+    await rm(root, { recursive: true, force: true });
+  }
+});
+
+/**
+ * `sessions` expirable sessions on a database and instance of their own, each with a due
+ * continuity-break archive and, with `leftovers`, a confirmed `.retiring-*` (its expiry
+ * committed, the batch stopped before `.expired`) and an `.expired-*` in `failover-backups`.
+ */
+async function instance(sessions: number, leftovers: boolean) {
+  const database = await createTestDatabase();
+  const db = createDb(database.url);
+  const root = await mkdtemp(path.join(tmpdir(), "reclaim-statements-"));
+  opened.push({ database, db, root });
+  const stack = { db, instanceRoot: root } as unknown as Stack;
+  const now = new Date();
+  await db.reclaimNativeSessionLiveness.create({ data: { sessions: [], reportedAt: now, receivedAt: now } });
+  for (let i = 0; i < sessions; i++) {
+    const s = await closedSession(stack);
+    await writeArchive(stack, s.scope, 10);
+    if (!leftovers) continue;
+    const backups = path.join(sessionDir(stack, s.scope), "failover-backups");
+    const retiring = `.retiring-${randomUUID()}`;
+    await writeTree(path.join(backups, retiring), { "manifest.json": "{}" });
+    await writeTree(path.join(backups, `.expired-${randomUUID()}`), { "t.jsonl": 4096 });
+    const rel = path.relative(path.join(root, "runtime/paperclip-runner/durable-sessions"), backups);
+    await db.reclaimConfirmedRetirement.create({
+      data: { path: `${rel}/${retiring}`, companyId: s.companyId },
+    });
+  }
+  const configs = new Map<DomainId, DomainControls>();
+  for (const [id, domain] of domainRegistry) configs.set(id, domain.readConfig({}));
+  const deps = {
+    db,
+    queues: { syncSoon: () => undefined, syncManySoon: () => undefined } as unknown as DeadlineQueues,
+    clock: systemClock,
+    instanceRoot: root,
+    log: silentLogger,
+    faults: FaultPoints.none(),
+    configs,
+    domains: domainRegistry,
+  };
+  return async (dryRun: boolean): Promise<{ report: BatchReport; statements: number }> => {
+    const before = statements;
+    const report = await runJob(deps, {
+      id: `statements-${randomUUID()}`,
+      data: { kind: "sweep", domain: DOMAIN, scope: INSTANCE_SCOPE, dryRun },
+      attemptsMade: 0,
+      attempts: 1,
+      signal: new AbortController().signal,
+    });
+    return { report, statements: statements - before };
+  };
+}
+
+/** One batch over 2 and over 12 sessions, each on an instance of its own. */
+async function smallAndLarge(dryRun: boolean, leftovers: boolean) {
+  const small = await (await instance(2, leftovers))(dryRun);
+  const large = await (await instance(12, leftovers))(dryRun);
+  expect(small.report.error).toBeNull();
+  expect(large.report.error).toBeNull();
+  return { small: small.report, large: large.report, statements: [small.statements, large.statements] };
+}
+
+describe("statements per batch", () => {
+  it("a dry run of 2 or 12 sessions (with archives) sends the same statements", async () => {
+    const { small, large, statements } = await smallAndLarge(true, false);
+    expect([small.candidates, large.candidates]).toEqual([4, 24]);
+    expect(statements[1]).toBe(statements[0]);
+  });
+
+  it("expiring 2 or 12 sessions (copies and archives removed) sends the same statements", async () => {
+    const { small, large, statements } = await smallAndLarge(false, false);
+    expect([small.removed, large.removed]).toEqual([4, 24]);
+    expect(statements[1]).toBe(statements[0]);
+  });
+
+  it("finishing 2 or 12 sessions' confirmed .retiring-* and .expired-* leftovers sends the same statements", async () => {
+    const { small, large, statements } = await smallAndLarge(false, true);
+    const finished = (r: BatchReport) =>
+      (r.entries ?? []).filter(
+        (e) => e.reason === "confirmed_copy_interrupted" || e.reason === "interrupted_deletion",
+      );
+    expect([finished(small).length, finished(large).length]).toEqual([4, 24]);
+    expect([small.removed, large.removed]).toEqual([8, 48]);
+    expect(statements[1]).toBe(statements[0]);
+  });
+});
