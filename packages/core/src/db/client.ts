@@ -32,10 +32,14 @@ export function createDb(databaseUrl: string, options: DbOptions = {}): Db {
   // (a generic plan) instead of planning it anew on each run, which cost PostgreSQL more than
   // running it. Settlements read their estimates from JSON parameters, which a custom plan
   // cannot estimate any better.
-  const settlePool = new pg.Pool({ connectionString: databaseUrl, max: 1, connectionTimeoutMillis: 5000 });
-  settlePool.on("connect", (client) => {
-    // Queued ahead of anything else on the new connection.
-    client.query("SET plan_cache_mode = force_generic_plan").catch(() => undefined);
+  const settlePool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: 1,
+    connectionTimeoutMillis: 5000,
+    // Before the connection is handed out; a failure ends it and fails the settlement.
+    onConnect: async (client) => {
+      await client.query("SET plan_cache_mode = force_generic_plan");
+    },
   });
   // An idle connection that PostgreSQL ended (a restart): the next settlement connects again.
   settlePool.on("error", () => undefined);
