@@ -46,7 +46,7 @@ import { countEvidenceBytes, listEvidence, surveyEvidence, type EvidenceEntry } 
 import { expireEvidence } from "./evidence-expiry";
 import { forgetRetirements, readLiveness, sessionFacts } from "./queries";
 import { judgeEvidence, judgeSession, livenessAt, needsRows, type Judge } from "./rules";
-import { eachBounded, takeInOrder } from "./bounded";
+import { eachBounded, takeInOrder } from "../../fs";
 import {
   entriesOf,
   listSessionNames,

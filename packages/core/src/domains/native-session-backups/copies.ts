@@ -21,7 +21,7 @@ import {
 } from "./queries";
 import { judgeSession, needsRows, SOURCES, type SessionFacts } from "./rules";
 import { listBackups, type BackupsListing, type SessionSurvey } from "./survey";
-import { eachBounded } from "./bounded";
+import { eachBounded } from "../../fs";
 
 const inputOf = (s: SessionSurvey): SessionInput | null =>
   s.state.status === "ok" ? { scope: s.name, ...s.state.state } : null;

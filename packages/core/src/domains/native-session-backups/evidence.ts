@@ -20,7 +20,7 @@ import {
   type ProvenDir,
 } from "../../fs";
 import type { ArchiveDir } from "./batch";
-import { takeInOrder } from "./bounded";
+import { takeInOrder } from "../../fs";
 import { CONTINUITY_BREAKS_DIR, QUARANTINE_DIR } from "./config";
 
 const ARCHIVE = new RegExp(`^(\\d+)-${UUID_PATTERN}$`);
