@@ -47,7 +47,8 @@ export function createDb(databaseUrl: string, options: DbOptions = {}): Db {
   const disconnect = db.$disconnect.bind(db);
   db.$disconnect = async () => {
     await disconnect();
-    await settlePool.end();
+    // Callers may disconnect twice (a service's stop, then a test's own clean-up).
+    if (!settlePool.ended) await settlePool.end();
   };
   return db;
 }
