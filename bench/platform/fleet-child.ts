@@ -7,7 +7,7 @@ import pg from "pg";
 import { createWorkerService } from "../../apps/worker/src/service";
 import { silentLogger, type AnyDomain, type DomainId, type Logger } from "../../packages/core/src";
 import { statementsSent } from "../support";
-import { BARE_QUEUE, FLOOR_QUEUE, NOOP_ID, noopDomain, type ChildMode } from "./fleet";
+import { BARE_QUEUE, FLOOR_QUEUE, floorTransaction, NOOP_ID, noopDomain, type ChildMode } from "./fleet";
 
 const mode = process.env.BENCH_CHILD_MODE as ChildMode;
 const concurrency = Number(process.env.BENCH_CHILD_CONCURRENCY);
@@ -53,23 +53,7 @@ async function start(): Promise<() => Promise<void>> {
     // below PostgreSQL's max_connections (100), which the tests of others share.
     const pool = new pg.Pool({ connectionString: databaseUrl, max: Math.min(concurrency, 10) });
     const stop = await bullWorker(FLOOR_QUEUE, async ({ companyId }) => {
-      const client = await pool.connect();
-      try {
-        await client.query("BEGIN");
-        await client.query({
-          name: "floor-lock",
-          text: "SELECT pg_advisory_xact_lock(hashtext('bench.floor'), hashtext($1))::text",
-          values: [companyId],
-        });
-        await client.query({
-          name: "floor-insert",
-          text: "INSERT INTO bench_floor (company_id, finished_at) VALUES ($1, $2)",
-          values: [companyId, new Date()],
-        });
-        await client.query("COMMIT");
-      } finally {
-        client.release();
-      }
+      await floorTransaction(pool, companyId);
       return { ok: true };
     });
     return async () => {

@@ -256,6 +256,27 @@ export async function postEvents(scheduler: SchedulerService, companies: string[
   }
 }
 
+/** The floor's job body: one transaction taking an advisory lock and inserting one row. */
+export async function floorTransaction(pool: pg.Pool, companyId: string): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    await client.query({
+      name: "floor-lock",
+      text: "SELECT pg_advisory_xact_lock(hashtext('bench.floor'), hashtext($1))::text",
+      values: [companyId],
+    });
+    await client.query({
+      name: "floor-insert",
+      text: "INSERT INTO bench_floor (company_id, finished_at) VALUES ($1, $2)",
+      values: [companyId, new Date()],
+    });
+    await client.query("COMMIT");
+  } finally {
+    client.release();
+  }
+}
+
 /** The table the floor's jobs insert into. */
 export async function createFloorTable(databaseUrl: string): Promise<void> {
   const admin = new pg.Client({ connectionString: databaseUrl });

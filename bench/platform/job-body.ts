@@ -27,7 +27,7 @@ import {
 } from "../../packages/core/src";
 import { lockAndClaim } from "../../packages/core/src/ledger";
 import { benchEnv, report } from "../support";
-import { createFloorTable, NOOP_ID, noopDomain } from "./fleet";
+import { createFloorTable, floorTransaction, NOOP_ID, noopDomain } from "./fleet";
 
 const N = Number(process.env.BENCH_JOBS ?? 1000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -105,25 +105,7 @@ async function main(): Promise<void> {
     { setup?: (c: string[]) => Promise<void>; body: (c: string) => Promise<unknown> }
   > = {
     floor: {
-      body: async (companyId) => {
-        const client = await pool.connect();
-        try {
-          await client.query("BEGIN");
-          await client.query({
-            name: "floor-lock",
-            text: "SELECT pg_advisory_xact_lock(hashtext('bench.floor'), hashtext($1))::text",
-            values: [companyId],
-          });
-          await client.query({
-            name: "floor-insert",
-            text: "INSERT INTO bench_floor (company_id, finished_at) VALUES ($1, $2)",
-            values: [companyId, new Date()],
-          });
-          await client.query("COMMIT");
-        } finally {
-          client.release();
-        }
-      },
+      body: (companyId) => floorTransaction(pool, companyId),
     },
     reclaim: {
       setup: due,
