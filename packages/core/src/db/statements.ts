@@ -14,28 +14,25 @@ import pg from "pg";
 import type { Db, Tx } from "./client";
 import type { Statement } from "./sql";
 
-const pools = new WeakMap<Db, pg.Pool>();
-const settlePools = new WeakMap<Db, pg.Pool>();
+/** The pools behind a client made by `createDb`: its own, and the settlement's (ledger/settle.ts). */
+const pools = new WeakMap<Db, { main: pg.Pool; settle: pg.Pool }>();
 
-/** Called by createDb: the pool behind a client, and the settlement's own (ledger/settle.ts). */
-export function registerPool(db: Db, pool: pg.Pool, settlePool: pg.Pool): void {
-  pools.set(db, pool);
-  settlePools.set(db, settlePool);
+/** Called by createDb. */
+export function registerPool(db: Db, main: pg.Pool, settle: pg.Pool): void {
+  pools.set(db, { main, settle });
+}
+
+function poolsOf(db: Db): { main: pg.Pool; settle: pg.Pool } {
+  const found = pools.get(db);
+  if (!found) throw new Error("this Prisma client was not made by createDb: it has no pool for platform SQL");
+  return found;
 }
 
 /** The node-postgres pool behind a client made by `createDb`. */
-export function poolOf(db: Db): pg.Pool {
-  const pool = pools.get(db);
-  if (!pool) throw new Error("this Prisma client was not made by createDb: it has no pool for platform SQL");
-  return pool;
-}
+export const poolOf = (db: Db): pg.Pool => poolsOf(db).main;
 
 /** The connection pool of job settlements of a client made by `createDb` (generic plans). */
-export function settlePoolOf(db: Db): pg.Pool {
-  const pool = settlePools.get(db);
-  if (!pool) throw new Error("this Prisma client was not made by createDb: it has no settlement pool");
-  return pool;
-}
+export const settlePoolOf = (db: Db): pg.Pool => poolsOf(db).settle;
 
 export type Queryable = pg.Pool | pg.PoolClient;
 
