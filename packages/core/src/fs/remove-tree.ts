@@ -16,9 +16,8 @@ import { lstat, readdir, rmdir, unlink } from "node:fs/promises";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { errnoCode } from "@reclaim/shared";
+import { BOUNDED_WIDTH } from "./in-order";
 
-/** Entries of one directory removed at once (fs.rm removes all of them at once). */
-const WIDTH = 8;
 const RETRIES = 2;
 const RETRY_DELAY_MS = 100;
 const RETRYABLE = new Set(["EBUSY", "EMFILE", "ENFILE", "ENOTEMPTY", "EPERM"]);
@@ -53,7 +52,9 @@ async function removeEntry(at: string, info: Stats, freed: { bytes: number }): P
       }
     };
     // Every worker finishes before a failure is thrown: a retry never overlaps this walk.
-    const results = await Promise.allSettled(Array.from({ length: Math.min(WIDTH, names.length) }, worker));
+    const results = await Promise.allSettled(
+      Array.from({ length: Math.min(BOUNDED_WIDTH, names.length) }, worker),
+    );
     const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (failed) throw failed.reason as Error;
   }

@@ -8,6 +8,7 @@
 import type { Dirent } from "node:fs";
 import { errnoCode } from "@reclaim/shared";
 import {
+  BOUNDED_WIDTH,
   kindOf,
   mapInOrder,
   treeStats,
@@ -25,13 +26,6 @@ export interface FolderSurvey {
   identity: Identity | null;
   stats: TreeStats | null;
 }
-
-/**
- * Folders walked at once. The walks are small (a descriptor, a manifest, a seeds folder), so
- * one at a time spends most of its time waiting for each lstat's round trip through the
- * thread pool; a few at once keep it busy.
- */
-export const SURVEY_CONCURRENCY = 8;
 
 /**
  * The names in a listing of the top folder that are run ids (after `after`, when given), in no
@@ -62,7 +56,7 @@ async function walkFolder(top: ProvenDir, name: string, signal?: AbortSignal): P
 }
 
 /**
- * The folders `names` of `top`, in that order, up to SURVEY_CONCURRENCY walked at once; `each`
+ * The folders `names` of `top`, in that order, up to BOUNDED_WIDTH walked at once; `each`
  * runs after each walk. The walks go below `top` by path: once they are all done, `top` must
  * still be the directory proven (one `confirm` for the group: a level replaced by a link during
  * any walk, and still replaced, is refused as it would be after that walk alone). Stops, with
@@ -75,7 +69,7 @@ export async function surveyFolders(
   options: { signal?: AbortSignal; each?: () => Promise<void> } = {},
 ): Promise<FolderSurvey[]> {
   const { signal, each } = options;
-  const results = await mapInOrder(names, SURVEY_CONCURRENCY, async (name) => {
+  const results = await mapInOrder(names, BOUNDED_WIDTH, async (name) => {
     signal?.throwIfAborted();
     const survey = await walkFolder(top, name, signal);
     signal?.throwIfAborted();
