@@ -27,7 +27,8 @@
  * `not_a_directory`, `path_changed`) and keep everything below it.
  */
 import { constants, type Dirent, type Stats } from "node:fs";
-import { lstat, mkdir, open, readdir, rename, rmdir, stat } from "node:fs/promises";
+import { mkdir, open } from "node:fs/promises";
+import { lstat, readdirEntries, rename, rmdir, stat } from "./calls";
 import path from "node:path";
 import { errnoCode, readFileBounded, type BoundedRead } from "@reclaim/shared";
 import type { Identity } from "./tree";
@@ -137,7 +138,7 @@ export class ProvenDir {
     }
     let entries: Dirent[];
     try {
-      entries = await readdir(this.path, { withFileTypes: true });
+      entries = await readdirEntries(this.path);
     } catch (error) {
       if (absent(error)) return [];
       throw error;

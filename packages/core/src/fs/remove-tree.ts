@@ -12,7 +12,7 @@
  * twice, 100 ms then 200 ms later).
  */
 import type { Stats } from "node:fs";
-import { lstat, readdir, rmdir, unlink } from "node:fs/promises";
+import { lstat, readdir, rmdir, unlink } from "./calls";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { errnoCode } from "@reclaim/shared";

@@ -35,6 +35,8 @@ export function retiredName(prefix: RetiredPrefix, form: "uuid" | "short" = "uui
 }
 
 export function retiredPrefixOf(name: string): RetiredPrefix | null {
+  // Most names of a large folder are not retired: no pattern run for them.
+  if (!name.startsWith(".")) return null;
   const match = RETIRED.exec(name);
   return match ? (match[1] as RetiredPrefix) : null;
 }

@@ -3,7 +3,7 @@
  * counted as links, and a walk never descends through one.
  */
 import type { Stats } from "node:fs";
-import { lstat, readdir } from "node:fs/promises";
+import { lstat, readdir } from "./calls";
 import path from "node:path";
 import { errnoCode } from "@reclaim/shared";
 
