@@ -256,6 +256,16 @@ describe("batch limits", () => {
     expect(second).toMatchObject({ checked: 30, nextCursor: null });
   });
 
+  it("a dry run checks up to 200 folders per batch, candidates included: it removes none", async () => {
+    const company = randomUUID();
+    for (let i = 0; i < 230; i++)
+      await makeFolder(stack, await insertRun(stack, { companyId: company }), 10, 0);
+    const first = await sweep(stack, company, { dryRun: true });
+    expect(first).toMatchObject({ checked: 200, candidates: 200, removed: 0 });
+    const second = await sweep(stack, company, { dryRun: true, cursor: first.nextCursor });
+    expect(second).toMatchObject({ checked: 30, candidates: 30, nextCursor: null });
+  });
+
   it("deadline jobs chain through a full batch at once, with their own cursor", async () => {
     const company = randomUUID();
     for (let i = 0; i < 70; i++)
@@ -418,6 +428,54 @@ describe("stopping early", () => {
     expect(due.map((d) => d.reason)).toEqual(["folder_created"]);
     expect(due[0]!.dueAt.getTime()).toBeLessThanOrEqual(Date.now());
     for (const name of await readdir(syncRoot(stack))) expect(name.startsWith(".expired-")).toBe(false);
+  });
+
+  it("a batch walks each folder once: a candidate only under its run's lock, a kept one before the transaction", async () => {
+    const company = randomUUID();
+    for (let i = 0; i < 3; i++) await makeFolder(stack, await insertRun(stack, { companyId: company }));
+    for (let i = 0; i < 2; i++)
+      await makeFolder(stack, await insertRun(stack, { companyId: company, status: "running" }));
+    await stack.scheduler.deps.queues.request([
+      { domain: DOMAIN, scope: company, reason: "folder_created", dueAt: new Date() },
+    ]);
+    // At each walk: how many runs' finalization ownership locks are held (the batch's own).
+    const locksHeld: number[] = [];
+    const faults = FaultPoints.of({
+      "native-workspace-sync.surveyed": async () => {
+        const [row] = await stack.db.$queryRawUnsafe<{ n: number }[]>(
+          `SELECT count(*)::int AS n FROM pg_locks
+            WHERE locktype = 'advisory' AND granted AND objsubid = 2
+              AND classid::int = hashtext('paperclip.native_run_finalization')`,
+        );
+        locksHeld.push(row!.n);
+      },
+    });
+    const report = await runDeadlineJob(stack, company, faults, new AbortController().signal);
+    expect(report).toMatchObject({ error: null, checked: 5, candidates: 3, removed: 3 });
+    expect(locksHeld.sort()).toEqual([0, 0, 3, 3, 3]);
+  });
+
+  it("a run deleted after a batch of its company saw it leaves its folder to the instance job (no run)", async () => {
+    const company = randomUUID();
+    const run = await insertRun(stack, { companyId: company, status: "running" });
+    const folder = await makeFolder(stack, run);
+    const due = (scope: string) =>
+      stack.scheduler.deps.queues.request([
+        { domain: DOMAIN, scope, reason: "folder_created", dueAt: new Date() },
+      ]);
+    const once = async (scope: string) => {
+      await due(scope);
+      return runDeadlineJob(stack, scope, FaultPoints.none(), new AbortController().signal);
+    };
+    expect(await once(company)).toMatchObject({ checked: 1, candidates: 0 });
+    await stack.db.heartbeatRun.delete({ where: { id: run } });
+    expect(await once(company)).toMatchObject({ error: null, checked: 0 });
+    expect(existsSync(folder)).toBe(true);
+    const orphans = await once(INSTANCE_SCOPE);
+    expect(orphans.entries).toContainEqual(
+      expect.objectContaining({ id: `native-workspace-sync/${run}`, outcome: "candidate", reason: "no_run" }),
+    );
+    expect(existsSync(folder)).toBe(false);
   });
 
   it("a candidate that vanishes before its rename gets an outcome (vanished), so its bytes are accounted for", async () => {

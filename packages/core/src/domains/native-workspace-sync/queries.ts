@@ -13,19 +13,44 @@ const RUN_OWNERS = statement(__dirname, "run-owners.sql");
 const COMPANY_RUNS = statement(__dirname, "company-runs.sql");
 const RUN_STATE = statement(__dirname, "run-state.sql");
 
+/**
+ * The company of each run this process has read. A run's company never changes, so a company
+ * job sends PostgreSQL only the folder names it has not seen yet, instead of every name after
+ * its cursor at each batch (a name without a run is asked again each time: its run may
+ * appear). It only chooses which folders a batch looks at: every decision reads the run again
+ * in the job's transaction. Bounded: emptied when full, and then read again.
+ */
+const knownOwners = new Map<string, string>();
+const KNOWN_OWNERS_MAX = 100_000;
+/** One string per company id (the rows bring a copy each). */
+const companies = new Map<string, string>();
+
+function remember(runId: string, companyId: string): void {
+  if (knownOwners.size >= KNOWN_OWNERS_MAX) {
+    knownOwners.clear();
+    companies.clear();
+  }
+  let company = companies.get(companyId);
+  if (company === undefined) companies.set(companyId, (company = companyId));
+  knownOwners.set(runId, company);
+}
+
 export async function runOwners(db: Db, runIds: string[]): Promise<Map<string, string>> {
   if (runIds.length === 0) return new Map();
   const rows = await runStatementIn<{ id: string; company_id: string }>(db, RUN_OWNERS, [
     JSON.stringify(runIds),
   ]);
+  for (const row of rows) remember(row.id, row.company_id);
   return new Map(rows.map((r) => [r.id, r.company_id]));
 }
 
 export type CompanyRun = Pick<RunState, "id" | "status" | "finished_at">;
 
 /**
- * One query however many folders: the first `limit` of them (in name order) that are runs of
- * the company, with their status and finish.
+ * The first `limit` of these folders (in name order) that are runs of the company, with their
+ * status and finish: one query for the names this process has not seen (`knownOwners`), one
+ * for the status of the company's first `limit`. A run it knew that is gone (or, were that
+ * possible, moved to another company) is forgotten and the next ones are asked instead.
  */
 export async function companyRunsInOrder(
   db: Db,
@@ -33,8 +58,28 @@ export async function companyRunsInOrder(
   companyId: string,
   limit: number,
 ): Promise<CompanyRun[]> {
-  if (runIds.length === 0) return [];
-  return runStatementIn<CompanyRun>(db, COMPANY_RUNS, [JSON.stringify(runIds), companyId, limit]);
+  const unknown: string[] = [];
+  const candidates: string[] = [];
+  for (const id of runIds) {
+    const owner = knownOwners.get(id);
+    if (owner === undefined) unknown.push(id);
+    else if (owner === companyId) candidates.push(id);
+  }
+  for (const [id, owner] of await runOwners(db, unknown)) if (owner === companyId) candidates.push(id);
+  candidates.sort();
+  const gone = new Set<string>();
+  for (;;) {
+    const mine = candidates.filter((id) => !gone.has(id)).slice(0, limit);
+    if (mine.length === 0) return [];
+    const rows = await runStatementIn<CompanyRun>(db, COMPANY_RUNS, [JSON.stringify(mine), companyId, limit]);
+    if (rows.length === mine.length) return rows;
+    const found = new Set(rows.map((row) => row.id));
+    for (const id of mine) {
+      if (found.has(id)) continue;
+      gone.add(id);
+      knownOwners.delete(id);
+    }
+  }
 }
 
 /**
