@@ -94,17 +94,22 @@ export class LeftoverDeleteFailed extends Error {
 
 /** Deletes the tree `retired` of `dir`, which carries a retired name; returns the allocated bytes it held. */
 export async function removeRetired(dir: ProvenDir, retired: string): Promise<number> {
+  return (await removeRetiredIfThere(dir, retired)) ?? 0;
+}
+
+/** `removeRetired`, null when there is no such tree (gone, or its folder is): one lstat fewer than asking first. */
+export async function removeRetiredIfThere(dir: ProvenDir, retired: string): Promise<number | null> {
   if (!retiredPrefixOf(retired)) throw new Error(`BUG: ${retired} does not carry a retired name`);
   // Before anything below it is looked at: a level replaced by a link since `dir` was proven
   // would lead the walk (it lists every directory) into the link's target.
   try {
     await dir.confirm();
   } catch (error) {
-    if (error instanceof PathRefused && error.reason === "missing") return 0;
+    if (error instanceof PathRefused && error.reason === "missing") return null;
     throw error;
   }
   const info = await dir.lstatEntry(retired);
-  if (info === null) return 0;
+  if (info === null) return null;
   if (info.isSymbolicLink()) throw new PathRefused("symlink", dir.join(retired));
   // Right after the confirm: `dir` is still the proven directory, so the path below it is ours.
   // The walk lstats every entry before removing it, counts it then, and unlinks links

@@ -6,7 +6,7 @@
  */
 import path from "node:path";
 import { errnoCode } from "@reclaim/shared";
-import { PathRefused, removeRetired, retire, type ProvenDir, type RetiredPrefix } from "../../fs";
+import { PathRefused, removeRetiredIfThere, retire, type ProvenDir, type RetiredPrefix } from "../../fs";
 import type { ReportEntry } from "../../ledger";
 import type { JobContext } from "../types";
 import {
@@ -175,7 +175,7 @@ export async function remove(ctx: Ctx, item: Deletion): Promise<boolean> {
   };
   let bytes: number | null;
   try {
-    bytes = (await item.dir.lstatEntry(item.name)) === null ? null : await removeRetired(item.dir, item.name);
+    bytes = await removeRetiredIfThere(item.dir, item.name);
   } catch (error) {
     if (error instanceof PathRefused && !isGone(error)) {
       // A link carrying a retired name, or its folder swapped: never followed or removed.

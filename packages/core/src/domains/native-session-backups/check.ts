@@ -199,7 +199,11 @@ async function survey(ctx: Ctx): Promise<Prepared> {
     ctx.continueNow();
     return prepared;
   }
-  const listing = await listEvidence(top, names, evidenceAfter, room);
+  const listing = await listEvidence(top, names, evidenceAfter, room, {
+    limit: removalRoom,
+    now: ctx.startedAt.getTime(),
+    windowMs: ctx.config.evidenceWindowMs,
+  });
   const evidence: EvidenceEntry[] = [];
   const judge = evidenceJudge(ctx, liveness);
   let removable = 0;
