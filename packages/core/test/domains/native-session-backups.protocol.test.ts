@@ -127,17 +127,32 @@ describe("the expiry protocol", () => {
     expect(await taskSessionOf(s)).not.toBeNull();
   });
 
-  it("a crash after the rename to .expired (decision committed): the next sweep finishes the deletion", async () => {
+  it("a crash after the rename to .expired (decision committed): the next sweep finishes the deletion and deletes the record left", async () => {
     const s = await closedSession(stack);
+    const records = () =>
+      stack.db.reclaimConfirmedRetirement.findMany({ where: { path: { contains: s.scope } } });
+    // A record in another session's folder, which holds no leftover (its copy is kept): left alone.
+    const other = await closedSession(stack, { issueStatus: "in_progress" });
+    const unrelated = `${other.scope}/failover-backups/.retiring-${randomUUID()}`;
+    await stack.db.reclaimConfirmedRetirement.create({
+      data: { path: unrelated, companyId: other.companyId },
+    });
     at("after-expired-rename", crash);
     const crashed = await sweep(stack, null);
     expect(crashed.error).toMatch(/injected fault/);
     expect(named(await backups(s.scope), ".expired-")).toHaveLength(1);
     expect(await taskSessionOf(s)).toBeNull();
+    // Crashed before the records of its confirmed copies were deleted: one names a `.retiring-*` gone for good.
+    const left = await records();
+    expect(left.map((r) => path.basename(r.path))).toEqual([expect.stringMatching(/^\.retiring-/)]);
+    expect(named(await backups(s.scope), ".retiring-")).toEqual([]);
     const next = await sweep(stack, null);
     const finished = next.entries.find((e) => e.reason === "interrupted_deletion" && e.id.includes(s.scope));
     expect(finished?.outcome).toBe("removed");
     expect(await backups(s.scope)).toEqual([]);
+    expect(await records()).toEqual([]);
+    expect(await stack.db.reclaimConfirmedRetirement.count({ where: { path: unrelated } })).toBe(1);
+    await stack.db.reclaimConfirmedRetirement.delete({ where: { path: unrelated } });
   });
 
   it("with no current, the newest .retiring copy (by write time) is restored and the others are superseded", async () => {
