@@ -19,6 +19,11 @@
 --    row and to the row of every company ('*'), rows in key order so concurrent settlements
 --    lock the shared '*' rows in one order; deletes up to $7 hourly rows per job older than
 --    $6 and up to $7 day rows per job whose whole day lies before $6.
+-- Every row it deletes is first found by an index (a claim by the primary key, old reports and
+-- rollup rows by their time index, oldest first) and then deleted by its ctid, `ctid = ANY
+-- (ARRAY(...))` (a TID scan): so no plan, generic or custom, reads these tables through (a hash
+-- join took the whole ledger for a batch's few claims). A row another transaction changed after
+-- the lookup has moved on to a new ctid and is left alone, as a claim touched again must be.
 -- $1 jsonb: the jobs, [{"id" (uuid of the report row), "domain", "scope", "jobId", "dryRun",
 --   "checked", "candidates", "removed", "candidateBytes", "reclaimedBytes", "skipped" ({reason:
 --   count}), "entries", "error", "cancelled", "nextCursor", "startedAt", "finishedAt",

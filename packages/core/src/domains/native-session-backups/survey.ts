@@ -13,6 +13,7 @@ import path from "node:path";
 import { errnoCode, readFileBounded } from "@reclaim/shared";
 import { z } from "zod";
 import {
+  claimantIsLive,
   kindOf,
   PathRefused,
   ProvenDir,
@@ -182,7 +183,8 @@ export async function listBackups(backups: ProvenDir | null): Promise<BackupsLis
   return {
     current: found.includes(CURRENT),
     retiring: found.filter((n) => retiredPrefixOf(n) === ".retiring"),
-    expired: found.filter((n) => retiredPrefixOf(n) === ".expired"),
+    // A tree another job has claimed and is deleting is no leftover (retire.ts).
+    expired: found.filter((n) => retiredPrefixOf(n) === ".expired" && !claimantIsLive(backups!, n)),
   };
 }
 
