@@ -85,19 +85,38 @@ async function startUpOnAHealthyWorker() {
   await first.exited;
 }
 
-it("a worker killed mid-job is replaced by another: the folder is handled exactly once and nothing is left behind", async () => {
+/**
+ * After the start-up check: a removable folder of a new company, and a worker with the fault
+ * `native-workspace-sync.<fault>` (point=action) that has taken the company's job.
+ */
+async function removalOnADoomedWorker(fault: string) {
   await startUpOnAHealthyWorker();
-
   const company = randomUUID();
   const run = await insertRun({ db }, { companyId: company });
   const folder = await makeFolder(instance, run);
   const marker = path.join(root.path, "fault-marker");
   const doomed = worker({
-    RECLAIM_FAULT_POINTS: "native-workspace-sync.after-rename=hang",
+    RECLAIM_FAULT_POINTS: `native-workspace-sync.${fault}`,
     RECLAIM_FAULT_MARKER: marker,
   });
   await doomed.waitForOutput(/"msg":"worker ready"/);
   await folderCreated(company);
+  return { company, folder, marker, doomed };
+}
+
+/** The company's reports once the job a killed worker held was retried by another. */
+function retriedReports(company: string) {
+  return waitFor(
+    async () => {
+      const rows = await db.reclaimBatchReport.findMany({ where: { companyId: company } });
+      return rows.length >= 1 ? rows : null;
+    },
+    { what: "the retried job's report", timeoutMs: 60_000 },
+  );
+}
+
+it("a worker killed mid-job is replaced by another: the folder is handled exactly once and nothing is left behind", async () => {
+  const { company, folder, marker, doomed } = await removalOnADoomedWorker("after-rename=hang");
   await waitFor(() => existsSync(marker), { what: "the worker to reach the rename" });
   expect(existsSync(folder)).toBe(false); // renamed aside, transaction still open
   // Two more workers share the queue while the first one holds the job; then it is killed.
@@ -107,13 +126,7 @@ it("a worker killed mid-job is replaced by another: the folder is handled exactl
   expect(await db.reclaimBatchReport.count({ where: { companyId: company } })).toBe(0);
   doomed.kill("SIGKILL");
   expect((await doomed.exited).signal).toBe("SIGKILL");
-  const reports = await waitFor(
-    async () => {
-      const rows = await db.reclaimBatchReport.findMany({ where: { companyId: company } });
-      return rows.length >= 1 ? rows : null;
-    },
-    { what: "the retried job's report", timeoutMs: 60_000 },
-  );
+  const reports = await retriedReports(company);
   expect(reports).toHaveLength(1);
   expect(reports[0]!.entries).toEqual([
     expect.objectContaining({ outcome: "removed", reason: "interrupted_deletion" }),
@@ -121,6 +134,30 @@ it("a worker killed mid-job is replaced by another: the folder is handled exactl
   expect((await readdir(syncRoot(instance))).filter((n) => n.startsWith(".expired-"))).toEqual([]);
   expect(existsSync(folder)).toBe(false);
   expect(await readFile(marker, "utf8")).toBe("native-workspace-sync.after-rename\n");
+}, 120_000);
+
+it("a worker killed (kill -9) while deleting a tree it claimed leaves it to the next batch, which deletes and reports it once", async () => {
+  const { company, folder, marker, doomed } = await removalOnADoomedWorker("after-claim=kill");
+  expect((await doomed.exited).signal).toBe("SIGKILL");
+  // Claimed in the dead worker's name, not deleted.
+  const claimed = (await readdir(syncRoot(instance))).filter((n) => n.startsWith(".expired-"));
+  expect(claimed).toEqual([
+    expect.stringMatching(new RegExp(`^\\.expired-${doomed.child.pid}-\\d+-[0-9a-f-]{36}$`)),
+  ]);
+  worker();
+  const reports = await retriedReports(company);
+  expect(reports).toHaveLength(1);
+  expect(reports[0]!.removed).toBe(1);
+  expect(reports[0]!.entries).toEqual([
+    expect.objectContaining({
+      id: `native-workspace-sync/${claimed[0]}`,
+      outcome: "removed",
+      reason: "interrupted_deletion",
+    }),
+  ]);
+  expect((await readdir(syncRoot(instance))).filter((n) => n.startsWith("."))).toEqual([]);
+  expect(existsSync(folder)).toBe(false);
+  expect(await readFile(marker, "utf8")).toBe("native-workspace-sync.after-claim\n");
 }, 120_000);
 
 it("a worker killed between finishing a job and queueing its next deadline loses nothing: the scheduler queues it", async () => {

@@ -3,12 +3,15 @@
  * directory aside to a retired name, delete it later, finish interrupted deletions, and never
  * follow a symbolic link. Real directories in a temporary root.
  */
+import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, readFile, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import {
+  claimedName,
   finishInterruptedDeletes,
+  hostProcessProbe,
   PathRefused,
   ProvenDir,
   removeRetired,
@@ -149,6 +152,38 @@ describe("finishing interrupted deletions", () => {
     expect(deleted).toHaveLength(40);
     expect(new Set(deleted.map((r) => r.name)).size).toBe(40);
     expect(await readdir(root)).toEqual([]);
+  });
+
+  it("a tree claimed by a process that still runs is left to it; one whose claimant is gone is finished", async () => {
+    const live = spawn("sleep", ["300"], { stdio: "ignore" });
+    const dead = spawn("true", { stdio: "ignore" });
+    try {
+      const liveStart = hostProcessProbe.startTime(live.pid!)!.getTime();
+      await new Promise((resolve) => dead.once("exit", resolve));
+      const held = await tree(
+        path.join(root, claimedName(".expired", { pid: live.pid!, startedAtMs: liveStart })),
+      );
+      // Its start time unreadable when it claimed: kept while the pid exists (fail closed).
+      const unknownStart = await tree(
+        path.join(root, claimedName(".expired", { pid: live.pid!, startedAtMs: null })),
+      );
+      const killed = await tree(
+        path.join(root, claimedName(".expired", { pid: dead.pid!, startedAtMs: liveStart })),
+      );
+      // The pid now belongs to a process that started later than the claimant.
+      const reused = await tree(
+        path.join(root, claimedName(".expired", { pid: live.pid!, startedAtMs: liveStart - 3_600_000 })),
+      );
+      const batch = await finishInterruptedDeletes(top, { prefixes: [".expired"], limit: 50, after: null });
+      expect(batch.results.map((r) => r.name).sort()).toEqual(
+        [path.basename(killed), path.basename(reused)].sort(),
+      );
+      expect(batch.results.every((r) => r.error === undefined && r.bytes! > 0)).toBe(true);
+      expect(existsSync(held) && existsSync(unknownStart)).toBe(true);
+      expect(existsSync(killed) || existsSync(reused)).toBe(false);
+    } finally {
+      live.kill("SIGKILL");
+    }
   });
 
   it("only walks the prefixes it is given", async () => {

@@ -11,6 +11,7 @@ import {
   domainLockNamespace,
   FaultPoints,
   pgTransaction,
+  poolOf,
   prismaTransaction,
   runJob,
   silentLogger,
@@ -141,4 +142,21 @@ it("a plain platform transaction that outlives its time limit is ended in Postgr
   // The dropped connection's session ends; its lock goes with it.
   for (let i = 0; i < 50 && !(await lockIsFree("t", scope)); i++) await new Promise((r) => setTimeout(r, 20));
   expect(await lockIsFree("t", scope)).toBe(true);
+});
+
+it("an idle platform connection that PostgreSQL ends is dropped from the pool, before Prisma's first query too", async () => {
+  // A client that has sent only platform SQL (statements.ts), never a Prisma query.
+  const fresh = createDb(database.url);
+  try {
+    const pool = poolOf(fresh);
+    const { rows } = await pool.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+    await other.query("SELECT pg_terminate_backend($1::int)", [rows[0]!.pid]);
+    // The idle connection reports the termination; nothing may throw it at the process.
+    for (let i = 0; i < 50 && pool.totalCount > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(pool.totalCount).toBe(0);
+    const again = await pool.query<{ ok: number }>("SELECT 1 AS ok");
+    expect(again.rows).toEqual([{ ok: 1 }]);
+  } finally {
+    await fresh.$disconnect();
+  }
 });

@@ -25,6 +25,11 @@ export function createDb(databaseUrl: string, options: DbOptions = {}): Db {
     connectionTimeoutMillis: 5000,
   });
   releaseDeadConnections(pool);
+  // An idle connection that PostgreSQL ended (a restart, a terminated backend): the pool drops
+  // it and connects anew when asked. Without a listener here the error would end the process
+  // until Prisma's adapter adds its own at the client's first Prisma query, while platform SQL
+  // (statements.ts) uses this pool from the start.
+  pool.on("error", () => undefined);
   const adapter = new ReportingPrismaPg(pool, { disposeExternalPool: true });
   const db = new PrismaClient({ adapter, transactionOptions: { maxWait: 10_000, timeout: 120_000 } });
   // The settlement's own connection (ledger/settle.ts), opened at its first use: a worker

@@ -4,12 +4,14 @@
  * after the last one it tried, so a leftover that cannot be deleted never blocks the others.
  * Several jobs may walk the same directory: each leftover is claimed before it is deleted
  * (`claimAndRemove`), so no two jobs delete the same tree and none reports another's
- * deletion as failed. A leftover that is a symlink is refused (`symlink`), never followed.
+ * deletion as failed, and a tree whose claimant is still deleting it is no leftover
+ * (`claimantIsLive`): it is neither tried nor reported here, so each tree is reported
+ * once. A leftover that is a symlink is refused (`symlink`), never followed.
  * A few leftovers are deleted at once (DELETES_AT_ONCE).
  */
 import type { Dirent } from "node:fs";
 import { mapInOrder } from "./in-order";
-import { claimAndRemove, LeftoverDeleteFailed } from "./retire";
+import { claimAndRemove, claimantIsLive, LeftoverDeleteFailed } from "./retire";
 import { PathRefused, type PathRefusal, type ProvenDir } from "./proven-dir";
 import { retiredPrefixOf, type RetiredPrefix } from "./retired-names";
 
@@ -65,7 +67,11 @@ export async function finishInterruptedDeletes(
     listing?: readonly Dirent[];
   },
 ): Promise<LeftoverBatch> {
-  const all = await listRetired(dir, options.prefixes, options.listing);
+  // A tree a live claimant is deleting is not a leftover (it was claimed after the listing
+  // or is being deleted now): the claimant reports it.
+  const all = (await listRetired(dir, options.prefixes, options.listing)).filter(
+    ({ name }) => !claimantIsLive(dir, name),
+  );
   const start = options.after === null ? 0 : all.findIndex((entry) => entry.name > options.after!);
   const todo = start < 0 ? [] : all.slice(start, start + options.limit);
   // Once aborted, no more are started: those after the last tried are left for the next batch.

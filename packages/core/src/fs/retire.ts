@@ -11,7 +11,15 @@
  */
 import { errnoCode } from "@reclaim/shared";
 import { PathRefused, type ProvenDir } from "./proven-dir";
-import { retiredName, retiredPrefixOf, type RetiredPrefix } from "./retired-names";
+import { hostProcessProbe, recordedProcessIsLive, type ProcessProbe } from "../process/liveness";
+import {
+  claimantOf,
+  claimedName,
+  retiredName,
+  retiredPrefixOf,
+  type Claimant,
+  type RetiredPrefix,
+} from "./retired-names";
 import { removeTree } from "./remove-tree";
 import { sameIdentity, type Identity } from "./tree";
 
@@ -56,28 +64,77 @@ export async function unretire(dir: ProvenDir, retired: string, original: string
   return true;
 }
 
+let self: Claimant | undefined;
+/** This process as a claimant: its pid and start time (as /proc tells every reader). */
+function thisProcess(): Claimant {
+  self ??= { pid: process.pid, startedAtMs: hostProcessProbe.startTime(process.pid)?.getTime() ?? null };
+  return self;
+}
+
+/** Claimed trees this process is deleting now (full paths). */
+const deleting = new Set<string>();
+
+/**
+ * Whether the retired tree `name` of `dir` is claimed by a deletion under way, which no other
+ * job may take over. Its claimant is this process: only while the deletion runs (one that
+ * failed is a leftover like any other). Another process: while it can still be the claimant
+ * (process/liveness.ts: the pid exists with the recorded start time, or one that cannot be
+ * read: kept, fail closed); once it is gone (a kill -9) the tree is a leftover.
+ */
+export function claimantIsLive(
+  dir: ProvenDir,
+  name: string,
+  probe: ProcessProbe = hostProcessProbe,
+): boolean {
+  const claimant = claimantOf(name);
+  if (claimant === null) return false;
+  const me = thisProcess();
+  if (claimant.pid === me.pid && claimant.startedAtMs === me.startedAtMs) return deleting.has(dir.join(name));
+  const startedAt = claimant.startedAtMs === null ? null : new Date(claimant.startedAtMs);
+  return recordedProcessIsLive({ pid: claimant.pid, processGroupId: null, startedAt }, probe);
+}
+
 /**
  * Deletes a retired tree that other jobs may also be finishing (a shared folder's leftovers):
- * it is first claimed by renaming it to a fresh name of the same kind, atomically, so exactly
- * one claimant deletes it. Returns `null` when another job claimed it first. A failed delete
- * throws `LeftoverDeleteFailed` naming where the tree now lies, for a later sweep.
+ * it is first claimed by renaming it, atomically, to a claimed name of the same kind naming
+ * this process (retired-names.ts `claimedName`), so exactly one claimant deletes it, and no
+ * leftover pass takes it while the deletion runs (`claimantIsLive`). Returns `null` when
+ * another job claimed it first. A failed delete throws `LeftoverDeleteFailed` naming where
+ * the tree now lies, for a later sweep.
  */
-export async function claimAndRemove(dir: ProvenDir, retired: string): Promise<{ bytes: number } | null> {
+export async function claimAndRemove(
+  dir: ProvenDir,
+  retired: string,
+  /** Runs between the claim and the delete (fault points: a test's crash or interleaving). */
+  afterClaim?: () => Promise<void>,
+): Promise<{ bytes: number } | null> {
   const prefix = retiredPrefixOf(retired);
   if (!prefix) throw new Error(`BUG: ${retired} does not carry a retired name`);
-  const claimed = retiredName(prefix);
+  // A link carrying a retired name is refused as it is, never renamed (nor followed).
+  const info = await dir.lstatEntry(retired);
+  if (info === null) return null;
+  if (info.isSymbolicLink()) throw new PathRefused("symlink", dir.join(retired));
+  const claimed = claimedName(prefix, thisProcess());
+  // Known to be under way before the name exists: a leftover pass of this process that
+  // lists it right after the rename leaves it alone.
+  deleting.add(dir.join(claimed));
   try {
-    await dir.rename(retired, claimed);
-  } catch (error) {
-    if (errnoCode(error) === "ENOENT") return null;
-    if (error instanceof PathRefused) throw error;
-    throw new LeftoverDeleteFailed(dir.join(retired), error);
-  }
-  try {
-    return { bytes: await removeRetired(dir, claimed) };
-  } catch (error) {
-    if (error instanceof PathRefused) throw error;
-    throw new LeftoverDeleteFailed(dir.join(claimed), error);
+    try {
+      await dir.rename(retired, claimed);
+    } catch (error) {
+      if (errnoCode(error) === "ENOENT") return null;
+      if (error instanceof PathRefused) throw error;
+      throw new LeftoverDeleteFailed(dir.join(retired), error);
+    }
+    await afterClaim?.();
+    try {
+      return { bytes: await removeRetired(dir, claimed) };
+    } catch (error) {
+      if (error instanceof PathRefused) throw error;
+      throw new LeftoverDeleteFailed(dir.join(claimed), error);
+    }
+  } finally {
+    deleting.delete(dir.join(claimed));
   }
 }
 
@@ -94,22 +151,17 @@ export class LeftoverDeleteFailed extends Error {
 
 /** Deletes the tree `retired` of `dir`, which carries a retired name; returns the allocated bytes it held. */
 export async function removeRetired(dir: ProvenDir, retired: string): Promise<number> {
-  return (await removeRetiredIfThere(dir, retired)) ?? 0;
-}
-
-/** `removeRetired`, null when there is no such tree (gone, or its folder is): one lstat fewer than asking first. */
-export async function removeRetiredIfThere(dir: ProvenDir, retired: string): Promise<number | null> {
   if (!retiredPrefixOf(retired)) throw new Error(`BUG: ${retired} does not carry a retired name`);
   // Before anything below it is looked at: a level replaced by a link since `dir` was proven
   // would lead the walk (it lists every directory) into the link's target.
   try {
     await dir.confirm();
   } catch (error) {
-    if (error instanceof PathRefused && error.reason === "missing") return null;
+    if (error instanceof PathRefused && error.reason === "missing") return 0;
     throw error;
   }
   const info = await dir.lstatEntry(retired);
-  if (info === null) return null;
+  if (info === null) return 0;
   if (info.isSymbolicLink()) throw new PathRefused("symlink", dir.join(retired));
   // Right after the confirm: `dir` is still the proven directory, so the path below it is ours.
   // The walk lstats every entry before removing it, counts it then, and unlinks links

@@ -10,6 +10,13 @@
  * The random part is a UUID, or (`retiredName(prefix, "short")`) 24 hex digits where the
  * sibling's name must be no longer than the UUID-named tree it stands in for (task
  * directories: a path that fit before still fits while it is renamed).
+ *
+ * A retired tree that several jobs may delete (a shared folder's leftovers) is claimed
+ * before it is deleted: renamed to `<prefix>-<pid>-<start>-<UUID>` (`claimedName`), naming
+ * the process that deletes it by its pid and start time (ms since the epoch, 0 when it
+ * cannot be read). Another job takes such a tree only once that process is gone (retire.ts
+ * `claimantIsLive`), so a deletion under way is never taken over, and one a kill -9 cut
+ * short is finished by the next sweep.
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { UUID_PATTERN } from "./names";
@@ -18,7 +25,7 @@ export type RetiredPrefix = ".expired" | ".trash" | ".retiring" | ".restoring";
 
 const SHORT_HEX = 24;
 const RETIRED = new RegExp(
-  `^(\\.expired|\\.trash|\\.retiring|\\.restoring)-(?:${UUID_PATTERN}|[0-9a-f]{${SHORT_HEX}})$`,
+  `^(\\.expired|\\.trash|\\.retiring|\\.restoring)-(?:([1-9][0-9]*)-([0-9]+)-)?(?:${UUID_PATTERN}|[0-9a-f]{${SHORT_HEX}})$`,
 );
 
 export function retiredName(prefix: RetiredPrefix, form: "uuid" | "short" = "uuid"): string {
@@ -30,4 +37,24 @@ export function retiredName(prefix: RetiredPrefix, form: "uuid" | "short" = "uui
 export function retiredPrefixOf(name: string): RetiredPrefix | null {
   const match = RETIRED.exec(name);
   return match ? (match[1] as RetiredPrefix) : null;
+}
+
+/** The process a claimed name says is deleting the tree. */
+export interface Claimant {
+  pid: number;
+  /** Its start time, ms since the epoch; `null` when the claimant could not read it. */
+  startedAtMs: number | null;
+}
+
+/** A claimed name of the kind `prefix` for `claimant` (see above). */
+export function claimedName(prefix: RetiredPrefix, claimant: Claimant): string {
+  return `${prefix}-${claimant.pid}-${claimant.startedAtMs ?? 0}-${randomUUID()}`;
+}
+
+/** Who claimed `name`; `null` for a retired name nobody claimed (or no retired name). */
+export function claimantOf(name: string): Claimant | null {
+  const match = RETIRED.exec(name);
+  if (!match || match[2] === undefined) return null;
+  const startedAtMs = Number(match[3]);
+  return { pid: Number(match[2]), startedAtMs: startedAtMs === 0 ? null : startedAtMs };
 }

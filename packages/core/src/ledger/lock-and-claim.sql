@@ -6,9 +6,8 @@
 -- $1 text: lock namespace   $2 text: lock key (advisory-lock.sql)
 -- $3 text: domain   $4 text: scope   $5 timestamptz: the job's start
 -- The key's rows are found by the primary key and only then filtered on due_at (OFFSET 0 keeps
--- the filter out of the scan): on the index (domain, due_at) the planner may otherwise pick,
--- every claim would read every row of the domain that is due, so a backlog of N due keys
--- would cost N x N row reads.
+-- the filter out of the scan, so no plan reads the domain's due rows to find the key's: a
+-- backlog of N due keys would cost N x N row reads).
 -- Output: reason text, version text (a bigint), due_at timestamptz; one row with nulls when
 -- nothing is due
 WITH locked AS (

@@ -19,6 +19,11 @@
 --    row and to the row of every company ('*'), rows in key order so concurrent settlements
 --    lock the shared '*' rows in one order; deletes up to $7 hourly rows per job older than
 --    $6 and up to $7 day rows per job whose whole day lies before $6.
+-- Every row it deletes is first found by an index (a claim by the primary key, old reports and
+-- rollup rows by their time index, oldest first) and then deleted by its ctid, `ctid = ANY
+-- (ARRAY(...))` (a TID scan): so no plan, generic or custom, reads these tables through (a hash
+-- join took the whole ledger for a batch's few claims). A row another transaction changed after
+-- the lookup has moved on to a new ctid and is left alone, as a claim touched again must be.
 -- $1 jsonb: the jobs, [{"id" (uuid of the report row), "domain", "scope", "jobId", "dryRun",
 --   "checked", "candidates", "removed", "candidateBytes", "reclaimedBytes", "skipped" ({reason:
 --   count}), "entries", "error", "cancelled", "nextCursor", "startedAt", "finishedAt",
@@ -49,11 +54,16 @@ WITH jobs AS (
   SELECT r.domain, r.scope, r.reason, r."dueAt" AS due_at
     FROM jsonb_to_recordset($2::jsonb) AS r(domain text, scope text, reason text, "dueAt" timestamptz)
 ), consumed AS (
-  DELETE FROM reclaim_deadlines d
-   USING claimed c
-   WHERE d.domain = c.domain AND d.company_id = c.scope AND d.reason = c.reason AND d.version = c.version
-     AND NOT EXISTS (SELECT 1 FROM requested r
-                      WHERE r.domain = c.domain AND r.scope = c.scope AND r.reason = c.reason)
+  DELETE FROM reclaim_deadlines
+   WHERE ctid = ANY (ARRAY(
+           SELECT d.ctid
+             FROM claimed c
+            CROSS JOIN LATERAL (SELECT ctid FROM reclaim_deadlines
+                                 WHERE domain = c.domain AND company_id = c.scope AND reason = c.reason
+                                   AND version = c.version
+                                OFFSET 0) AS d
+            WHERE NOT EXISTS (SELECT 1 FROM requested r
+                               WHERE r.domain = c.domain AND r.scope = c.scope AND r.reason = c.reason)))
 ), recorded AS (
   INSERT INTO reclaim_deadlines AS d (domain, company_id, reason, due_at, version, created_at, updated_at)
   SELECT r.domain, r.scope, r.reason, r.due_at, 1, $3::timestamptz, $3::timestamptz
@@ -71,13 +81,14 @@ WITH jobs AS (
   RETURNING d.domain, d.company_id, d.reason, d.due_at
 ), pruned AS (
   DELETE FROM reclaim_batch_reports
-   WHERE id IN (SELECT old.id
-                  FROM (SELECT domain, min("pruneBefore") AS before, count(*) * $4::int AS n
-                          FROM jobs GROUP BY domain) AS p
-                 CROSS JOIN LATERAL (SELECT id FROM reclaim_batch_reports
-                                      WHERE domain = p.domain AND finished_at < p.before
-                                      ORDER BY finished_at
-                                      LIMIT p.n) AS old)
+   WHERE ctid = ANY (ARRAY(
+           SELECT old.ctid
+             FROM (SELECT domain, min("pruneBefore") AS before, count(*) * $4::int AS n
+                     FROM jobs GROUP BY domain) AS p
+            CROSS JOIN LATERAL (SELECT ctid FROM reclaim_batch_reports
+                                 WHERE domain = p.domain AND finished_at < p.before
+                                 ORDER BY finished_at
+                                 LIMIT p.n) AS old))
 ), cells AS (
   SELECT j.domain, k.company_id, j."finishedAt" AS finished_at, j."dryRun" AS dry_run, c.outcome, c.reason,
          c.entries, c.bytes
@@ -107,14 +118,16 @@ WITH jobs AS (
     bytes = s.bytes + EXCLUDED.bytes
 ), rollup_pruned AS (
   DELETE FROM reclaim_report_stats
-   WHERE ctid IN (SELECT ctid FROM reclaim_report_stats
-                   WHERE hour < $6::timestamptz
-                   LIMIT $7::int * (SELECT count(*) FROM jobs))
+   WHERE ctid = ANY (ARRAY(SELECT ctid FROM reclaim_report_stats
+                            WHERE hour < $6::timestamptz
+                            ORDER BY hour
+                            LIMIT $7::int * (SELECT count(*) FROM jobs)))
 ), rollup_daily_pruned AS (
   DELETE FROM reclaim_report_stats_daily
-   WHERE ctid IN (SELECT ctid FROM reclaim_report_stats_daily
-                   WHERE day <= $6::timestamptz - interval '1 day'
-                   LIMIT $7::int * (SELECT count(*) FROM jobs))
+   WHERE ctid = ANY (ARRAY(SELECT ctid FROM reclaim_report_stats_daily
+                            WHERE day <= $6::timestamptz - interval '1 day'
+                            ORDER BY day
+                            LIMIT $7::int * (SELECT count(*) FROM jobs)))
 ), totals AS (
   INSERT INTO reclaim_report_totals AS t
     (domain, shard, batches, errors, candidates, removed, candidate_bytes, reclaimed_bytes, duration_sum,

@@ -117,6 +117,23 @@ class Settler {
 
 async function settleAll(db: Db, shard: number, settlements: Settlement[]): Promise<Settled[]> {
   const ids = settlements.map(() => randomUUID());
+  const rows = await runStatement<{ id: string; key_due: Date | null }>(
+    settlePoolOf(db),
+    SETTLE_JOBS,
+    settlementValues(ids, shard, settlements),
+  );
+  const due = new Map(rows.map((r) => [r.id, r.key_due]));
+  return settlements.map((s, i) => ({
+    report: storedReport(ids[i]!, s.report),
+    keyDue: due.get(ids[i]!) ?? null,
+  }));
+}
+
+/**
+ * The parameters of settle-jobs.sql that settle `settlements` as report rows `ids`, adding to
+ * the running totals' row `shard`. Exported for the tests of the statement's plan.
+ */
+export function settlementValues(ids: string[], shard: number, settlements: Settlement[]): unknown[] {
   // JSON writes the report's dates as ISO strings.
   const jobs = settlements.map(({ report, claimed, pruneBefore }, i) => {
     const seconds = (report.finishedAt.getTime() - report.startedAt.getTime()) / 1000;
@@ -135,7 +152,7 @@ async function settleAll(db: Db, shard: number, settlements: Settlement[]): Prom
   });
   const deadlines = mergeRequests(settlements.flatMap((s) => s.deadlines));
   const now = new Date(Math.max(...settlements.map((s) => s.report.finishedAt.getTime())));
-  const rows = await runStatement<{ id: string; key_due: Date | null }>(settlePoolOf(db), SETTLE_JOBS, [
+  return [
     JSON.stringify(jobs),
     JSON.stringify(deadlines.map((r) => ({ ...r, dueAt: r.dueAt.toISOString() }))),
     now,
@@ -143,10 +160,5 @@ async function settleAll(db: Db, shard: number, settlements: Settlement[]): Prom
     shard,
     new Date(now.getTime() - STATS_RETENTION_DAYS * DAY_MS),
     PRUNE_STATS_PER_REPORT,
-  ]);
-  const due = new Map(rows.map((r) => [r.id, r.key_due]));
-  return settlements.map((s, i) => ({
-    report: storedReport(ids[i]!, s.report),
-    keyDue: due.get(ids[i]!) ?? null,
-  }));
+  ];
 }

@@ -49,6 +49,7 @@ const POINTS = [
   "after-expired-rename",
   "after-evidence-rename",
   "after-restore-rename",
+  "after-claim",
 ];
 
 let stack: Stack;
@@ -531,6 +532,25 @@ describe("the instance lock", () => {
     release();
     await instanceJob;
     expect(outcomeOf(await swept, copyId(s.scope))).toBe("removed");
+  });
+});
+
+describe("each tree is deleted and reported once", () => {
+  it("a copy the instance job has claimed and is deleting is not taken by a requested sweep's leftover pass", async () => {
+    const s = await closedSession(stack);
+    // The instance job committed the copy's expiry and claimed its .expired tree; right then
+    // a company's requested sweep runs (the instance lock is free after the commit).
+    let during: Report | null = null;
+    at("after-claim", async () => {
+      during = await sweep(stack, s.companyId);
+    });
+    const owner = await sweep(stack, null);
+    expect(owner.error).toBeNull();
+    expect(outcomeOf(owner, copyId(s.scope))).toBe("removed");
+    expect(during).not.toBeNull();
+    expect(during!.error).toBeNull();
+    expect(during!.entries.filter((e) => e.outcome === "removed")).toEqual([]);
+    expect(await backups(s.scope)).toEqual([]);
   });
 });
 

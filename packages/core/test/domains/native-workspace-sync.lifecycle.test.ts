@@ -33,6 +33,27 @@ async function expiredLeftovers(stack: Stack): Promise<string[]> {
   return (await readdir(syncRoot(stack)).catch(() => [])).filter((n) => n.startsWith(".expired-"));
 }
 
+/** Runs one deadline job of `scope` in this process, with fault handlers and a signal. */
+function runDeadlineJob(stack: Stack, scope: string, faults: FaultPoints, signal: AbortSignal) {
+  const deps = {
+    db: stack.db,
+    queues: stack.scheduler.deps.queues,
+    clock: stack.scheduler.deps.clock,
+    instanceRoot: stack.instanceRoot,
+    log: silentLogger,
+    faults,
+    configs: stack.scheduler.deps.configs,
+    domains: stack.scheduler.deps.domains,
+  };
+  return runJob(deps, {
+    id: `${DOMAIN}--${scope}`,
+    data: { kind: "deadline", domain: DOMAIN, scope },
+    attemptsMade: 0,
+    attempts: 3,
+    signal,
+  });
+}
+
 describe("start-up", () => {
   let stack: Stack;
   afterEach(async () => stack?.stop());
@@ -166,6 +187,43 @@ describe("crash recovery", () => {
       expect(await expiredLeftovers(stack)).toEqual([]);
     },
   );
+});
+
+describe("each tree is deleted and reported once", () => {
+  let stack: Stack;
+  beforeEach(async () => {
+    stack = await startStack({ worker: false });
+  });
+  afterEach(async () => stack?.stop());
+
+  it("a tree a job has claimed and is deleting is not taken by another job's leftover pass", async () => {
+    const company = randomUUID();
+    const other = randomUUID();
+    const run = await insertRun(stack, { companyId: company });
+    await makeFolder(stack, run, 10, 256 * 1024);
+    await stack.scheduler.deps.queues.request([
+      { domain: DOMAIN, scope: company, reason: "folder_created", dueAt: new Date() },
+      { domain: DOMAIN, scope: other, reason: "folder_created", dueAt: new Date() },
+    ]);
+    // The company's job has committed its rename and claimed the tree for deletion; right
+    // then another company's job runs a whole batch, leftover pass included.
+    let during: BatchReport | null = null;
+    let claimedNames: string[] = [];
+    const faults = FaultPoints.of({
+      "native-workspace-sync.after-claim": async () => {
+        claimedNames = (await readdir(syncRoot(stack))).filter((n) => n.startsWith("."));
+        during = await runDeadlineJob(stack, other, FaultPoints.none(), new AbortController().signal);
+      },
+    });
+    const owner = await runDeadlineJob(stack, company, faults, new AbortController().signal);
+    expect(claimedNames).toHaveLength(1);
+    expect(during).toMatchObject({ error: null, removed: 0, reclaimedBytes: 0 });
+    expect(owner).toMatchObject({ error: null, candidates: 1, removed: 1 });
+    expect(owner.reclaimedBytes).toBe(owner.candidateBytes);
+    expect(await readdir(syncRoot(stack))).toEqual([]);
+    const reports = await stack.db.reclaimBatchReport.findMany({ where: { domain: DOMAIN } });
+    expect(reports.reduce((n, r) => n + r.removed, 0)).toBe(1);
+  });
 });
 
 describe("batch limits", () => {
@@ -334,26 +392,8 @@ describe("stopping early", () => {
   });
   afterEach(async () => stack?.stop());
 
-  /** Runs one deadline job of `scope` in this process, with fault handlers and a signal. */
-  function runDirectly(scope: string, faults: FaultPoints, signal: AbortSignal) {
-    const deps = {
-      db: stack.db,
-      queues: stack.scheduler.deps.queues,
-      clock: stack.scheduler.deps.clock,
-      instanceRoot: stack.instanceRoot,
-      log: silentLogger,
-      faults,
-      configs: stack.scheduler.deps.configs,
-      domains: stack.scheduler.deps.domains,
-    };
-    return runJob(deps, {
-      id: `${DOMAIN}--${scope}`,
-      data: { kind: "deadline", domain: DOMAIN, scope },
-      attemptsMade: 0,
-      attempts: 3,
-      signal,
-    });
-  }
+  const runDirectly = (scope: string, faults: FaultPoints, signal: AbortSignal) =>
+    runDeadlineJob(stack, scope, faults, signal);
 
   it("a batch aborted inside a folder walk (cancel, shutdown) reports where it stopped, is not retried, and makes its claim due again", async () => {
     const company = randomUUID();

@@ -6,7 +6,7 @@
  */
 import path from "node:path";
 import { errnoCode } from "@reclaim/shared";
-import { PathRefused, removeRetiredIfThere, retire, type ProvenDir, type RetiredPrefix } from "../../fs";
+import { claimAndRemove, PathRefused, retire, type ProvenDir, type RetiredPrefix } from "../../fs";
 import type { ReportEntry } from "../../ledger";
 import type { JobContext } from "../types";
 import {
@@ -164,9 +164,11 @@ export class Batch {
 }
 
 /**
- * Deletes a retired tree and reports it; true when it is gone. Already gone, or taken
- * mid-way by another job's leftover pass: `vanished` (that job reports it). A failure
- * leaves the retired name for a later batch: evidence at the next sweep, copies sooner.
+ * Deletes a retired tree and reports it; true when it is gone. It is claimed first
+ * (`claimAndRemove`): another job's leftover pass that meets it while it is deleted leaves it
+ * alone. Already gone, or claimed first by another job's leftover pass: `vanished` (that job
+ * reports it). A failure leaves the retired name for a later batch: evidence at the next
+ * sweep, copies sooner.
  */
 export async function remove(ctx: Ctx, item: Deletion): Promise<boolean> {
   const extra = {
@@ -175,7 +177,10 @@ export async function remove(ctx: Ctx, item: Deletion): Promise<boolean> {
   };
   let bytes: number | null;
   try {
-    bytes = await removeRetiredIfThere(item.dir, item.name);
+    const removed = await claimAndRemove(item.dir, item.name, () =>
+      ctx.faults.hit("native-session-backups.after-claim"),
+    );
+    bytes = removed?.bytes ?? null;
   } catch (error) {
     if (error instanceof PathRefused && !isGone(error)) {
       // A link carrying a retired name, or its folder swapped: never followed or removed.

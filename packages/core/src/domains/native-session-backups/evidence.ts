@@ -12,6 +12,7 @@
 import type { Stats } from "node:fs";
 import { errnoCode } from "@reclaim/shared";
 import {
+  claimantIsLive,
   kindOf,
   PathRefused,
   retiredPrefixOf,
@@ -109,6 +110,9 @@ async function folderOf(
   return opened.dir;
 }
 
+/** `names` of `dir` but for trees another job has claimed and is deleting (retire.ts): no evidence, no leftover. */
+const unclaimed = (dir: ProvenDir, names: string[]) => names.filter((name) => !claimantIsLive(dir, name));
+
 /**
  * The walk's next `limit` entries after `after` (a key it returned, or null/"" for the
  * start): the sessions' archives, session by session in the order of `sessions` (sorted),
@@ -182,7 +186,7 @@ export async function listEvidence(
       const archiveDir = { rel: folder, session: opened.session };
       listing.folders.set(folder, { dir: opened.dir, archiveDir });
       if (opened.found.length === 0) listing.emptyArchiveDirs.push(archiveDir);
-      full = !add(folder, opened.found);
+      full = !add(folder, unclaimed(opened.dir, opened.found));
       return !full;
     },
   );
@@ -192,7 +196,10 @@ export async function listEvidence(
     listing.folders.set(QUARANTINE_DIR, { dir: quarantine });
     add(
       QUARANTINE_DIR,
-      (await quarantine.list()).map((entry) => entry.name),
+      unclaimed(
+        quarantine,
+        (await quarantine.list()).map((entry) => entry.name),
+      ),
     );
   }
   return listing;

@@ -14,6 +14,7 @@ import path from "node:path";
 import { errnoCode, readFileBounded, type BoundedRead } from "@reclaim/shared";
 import { z } from "zod";
 import {
+  claimantIsLive,
   kindOf,
   PathRefused,
   ProvenDir,
@@ -184,15 +185,16 @@ export interface BackupsListing {
  * again under the lock before it finishes leftovers.
  */
 export async function listBackups(backups: ProvenDir | null): Promise<BackupsListing> {
-  return backupsListing((await backups?.list()) ?? []);
+  return backups === null ? backupsListing(null, []) : backupsListing(backups, await backups.list());
 }
 
-function backupsListing(entries: readonly Dirent[]): BackupsListing {
+function backupsListing(backups: ProvenDir | null, entries: readonly Dirent[]): BackupsListing {
   const found = entries.map((entry) => entry.name).sort();
   return {
     current: found.includes(CURRENT),
     retiring: found.filter((n) => retiredPrefixOf(n) === ".retiring"),
-    expired: found.filter((n) => retiredPrefixOf(n) === ".expired"),
+    // A tree another job has claimed and is deleting is no leftover (retire.ts).
+    expired: found.filter((n) => retiredPrefixOf(n) === ".expired" && !claimantIsLive(backups!, n)),
   };
 }
 
@@ -248,7 +250,7 @@ export async function surveySession(
       : ({ status: "missing" } as const);
     const backups = listed(BACKUPS_DIR) ? await dir.settledChild(BACKUPS_DIR) : null;
     deepest = backups ?? dir;
-    const listing = backupsListing((await backups?.listUnconfirmed()) ?? []);
+    const listing = backupsListing(backups, (await backups?.listUnconfirmed()) ?? []);
     const current = listing.current && backups ? await surveyCopy(backups, CURRENT, signal) : null;
     // After every read, and after `current` was proven through it.
     await deepest.confirm();

@@ -292,7 +292,9 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
     let removed: { bytes: number } | null;
     try {
       // Claimed like any leftover: another job's leftover pass may meet it first.
-      removed = await claimAndRemove(applied.top!, item.name);
+      removed = await claimAndRemove(applied.top!, item.name, () =>
+        ctx.faults.hit("native-workspace-sync.after-claim"),
+      );
     } catch {
       // An `.expired-*` name stays; the next batch's leftover pass finishes it.
       ctx.report.failed(item.rel, "delete_failed", { companyId: item.companyId });
