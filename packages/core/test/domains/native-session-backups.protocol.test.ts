@@ -457,6 +457,22 @@ describe("an entry that vanishes between the survey and the step that uses it", 
     expect(existsSync(currentDir(stack, s.scope))).toBe(false);
   });
 
+  it("a leftover left after the survey in a folder it found without one is the next batch's; the copy still expires", async () => {
+    const s = await closedSession(stack);
+    const expired = `.expired-${randomUUID()}`;
+    const folder = path.join(sessionDir(stack, s.scope), "failover-backups");
+    // As another job's finish leaves one: not listed again under the lock by this batch.
+    at("surveyed", () => writeTree(path.join(folder, expired), { "t.jsonl": 4096 }));
+    const report = await sweep(stack, null);
+    expect(report.error).toBeNull();
+    expect(outcomeOf(report, copyId(s.scope))).toBe("removed");
+    expect(outcomeOf(report, leftoverId(s.scope, expired))).toBeUndefined();
+    expect(await backups(s.scope)).toEqual([expired]);
+    const next = await sweep(stack, null);
+    expect(outcomeOf(next, leftoverId(s.scope, expired))).toBe("removed");
+    expect(await backups(s.scope)).toEqual([]);
+  });
+
   it("a copy gone before its rename to .retiring is reported vanished; its task session stays", async () => {
     const s = await closedSession(stack);
     at("surveyed", () => rm(currentDir(stack, s.scope), { recursive: true }));

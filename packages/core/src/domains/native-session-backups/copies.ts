@@ -41,11 +41,16 @@ export async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): 
   const tentative: SessionSurvey[] = [];
   let handled = 0;
 
-  // Every session's `failover-backups/` listed again under the lock, a few at once (bounded.ts).
+  // The `failover-backups/` of every session whose survey found leftovers, listed again under
+  // the lock, a few at once (fs/in-order.ts): another job may have finished, restored or
+  // dropped them since. One where the survey found none has nothing for this batch to finish
+  // (a leftover another job leaves there meanwhile is that job's, or a later batch's): its
+  // copy is judged, and its rename checks the copy is still the one surveyed.
   const relisted = new Map<string, BackupsListing>();
   if (!ctx.dryRun) {
     await eachBounded(prepared.sessions, async (s) => {
-      if (s.backups) relisted.set(s.name, await listBackups(s.backups));
+      if (s.backups && s.retiring.length + s.expired.length > 0)
+        relisted.set(s.name, await listBackups(s.backups));
     });
   }
   const retirements = new Retirements(
