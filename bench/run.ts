@@ -7,7 +7,14 @@ import { spawnSync } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
 import path from "node:path";
 
-const HELPERS = new Set(["run.ts", "support.ts", "harness.ts", "fleet.ts", "fleet-child.ts"]);
+const HELPERS = new Set([
+  "run.ts",
+  "support.ts",
+  "private-postgres.ts",
+  "harness.ts",
+  "fleet.ts",
+  "fleet-child.ts",
+]);
 
 function benches(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {

@@ -18,8 +18,8 @@ export interface BenchEnv {
   cleanup(): Promise<void>;
 }
 
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: ADMIN_URL });
+async function admin(adminUrl: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   try {
     await client.query(sql);
@@ -31,12 +31,13 @@ async function admin(sql: string): Promise<void> {
 /**
  * A fresh database per run, dropped by cleanup(); or, with `keep`, the database of that name
  * (created when missing, pending migrations applied), left in place so a later run reuses its
- * data.
+ * data. On the server of ADMIN_URL, or of `adminUrl` (a private server, private-postgres.ts).
  */
-export async function benchEnv(options: { keep?: string } = {}): Promise<BenchEnv> {
+export async function benchEnv(options: { keep?: string; adminUrl?: string } = {}): Promise<BenchEnv> {
+  const adminUrl = options.adminUrl ?? ADMIN_URL;
   const name =
     options.keep ?? `reclaim_bench_${Math.floor(Date.now() / 1000)}_${randomBytes(3).toString("hex")}`;
-  const url = new URL(ADMIN_URL);
+  const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   await applyMigrations(url.toString());
   const prefix = `reclaim-bench-${randomBytes(4).toString("hex")}`;
@@ -52,7 +53,7 @@ export async function benchEnv(options: { keep?: string } = {}): Promise<BenchEn
         if (keys.length) await redis.del(...keys);
       } while (cursor !== "0");
       redis.disconnect();
-      if (!options.keep) await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      if (!options.keep) await admin(adminUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
     },
   };
 }

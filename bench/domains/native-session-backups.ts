@@ -99,6 +99,24 @@ async function sessions(
   return layout;
 }
 
+/** CPU milliseconds (user + system, every thread of this process) since `since`. */
+const cpuMs = (since: NodeJS.CpuUsage) => {
+  const used = process.cpuUsage(since);
+  return (used.user + used.system) / 1000;
+};
+
+/**
+ * The same comparison by this process's CPU time: steadier than wall time on a shared
+ * machine, whose load swings the baselines 2-4x between runs; PostgreSQL's time (the batches'
+ * statements, in its own processes) is not in it, so it says how the filesystem work and the
+ * JavaScript compare, not the whole batch.
+ */
+const byCpu = (entries: number, ms: number, baselineEntries: number, baselineMs: number) => {
+  const rate = perSecond(entries, ms);
+  const baseline = perSecond(baselineEntries, baselineMs);
+  return `  by this process's CPU time (PostgreSQL's not in it): ${rate} against ${baseline} entries per CPU-second; ratio ${(rate / baseline).toFixed(2)}\n`;
+};
+
 async function main() {
   // The liveness report must stay fresh for the whole run (it is read by every batch).
   const bench = await openBench({ RECLAIM_LIVENESS_MAX_AGE_SECONDS: "86400" });
@@ -114,15 +132,20 @@ async function main() {
     });
 
     const baselineStart = process.hrtime.bigint();
+    let cpu = process.cpuUsage();
     for (const tree of layout.trees) await treeStats(tree);
     const baselineMs = Number(process.hrtime.bigint() - baselineStart) / 1e6;
+    const baselineCpu = cpuMs(cpu);
 
+    cpu = process.cpuUsage();
     const pass = await fullPass(bench, "native-session-backups", INSTANCE_SCOPE, true);
+    const passCpu = cpuMs(cpu);
     const rate = perSecond(pass.checked, pass.ms);
     const baseline = perSecond(layout.trees.length, baselineMs);
     process.stdout.write(
       `diagnosis (dry run): ${pass.checked} entries (${SESSIONS} sessions, ${layout.evidence} evidence) in ${pass.batches} batches, ${pass.ms.toFixed(0)} ms: ${rate} entries/s\n` +
-        `baseline (filesystem survey only): ${baseline} entries/s; ratio ${(rate / baseline).toFixed(2)}\n`,
+        `baseline (filesystem survey only): ${baseline} entries/s; ratio ${(rate / baseline).toFixed(2)}\n` +
+        byCpu(pass.checked, passCpu, layout.trees.length, baselineCpu),
     );
 
     // The same trees once more, for the bare removal: survey and delete each one.
@@ -131,20 +154,25 @@ async function main() {
     await promisify(execFile)("cp", ["-a", sessionsRoot, twin]);
     const twinTrees = layout.trees.map((t) => path.join(twin, path.relative(sessionsRoot, t)));
     const removalStart = process.hrtime.bigint();
+    cpu = process.cpuUsage();
     for (const tree of twinTrees) {
       await treeStats(tree);
       await rm(tree, { recursive: true });
     }
     const removalMs = Number(process.hrtime.bigint() - removalStart) / 1e6;
+    const removalCpu = cpuMs(cpu);
 
+    cpu = process.cpuUsage();
     const expiring = await fullPass(bench, "native-session-backups", INSTANCE_SCOPE, false);
+    const expiringCpu = cpuMs(cpu);
     const left = layout.trees.filter((t) => existsSync(t)).length;
     if (left > 0) throw new Error(`the expiring pass left ${left} of ${layout.trees.length} trees`);
     const expiringRate = perSecond(expiring.checked, expiring.ms);
     const removalBaseline = perSecond(twinTrees.length, removalMs);
     process.stdout.write(
       `expiring: ${expiring.checked} entries (all ${layout.trees.length} trees removed) in ${expiring.batches} batches, ${expiring.ms.toFixed(0)} ms: ${expiringRate} entries/s\n` +
-        `baseline (survey + fs.rm of the same trees): ${removalBaseline} entries/s; ratio ${(expiringRate / removalBaseline).toFixed(2)}\n`,
+        `baseline (survey + fs.rm of the same trees): ${removalBaseline} entries/s; ratio ${(expiringRate / removalBaseline).toFixed(2)}\n` +
+        byCpu(expiring.checked, expiringCpu, twinTrees.length, removalCpu),
     );
 
     // Queries per batch, each session with a continuity-break archive due:

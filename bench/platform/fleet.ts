@@ -293,7 +293,8 @@ export async function createFloorTable(databaseUrl: string): Promise<void> {
  * settlement's own connection, the
  * scheduler's 10.
  */
-export const reclaimConnections = (setup: Setup) => setup.processes * (setup.concurrency + 5) + 10;
+export const reclaimConnections = (setup: Pick<Setup, "processes" | "concurrency">) =>
+  setup.processes * (setup.concurrency + 5) + 10;
 
 /** Connections the server still accepts (max_connections less those open and those reserved). */
 export async function freeConnections(databaseUrl: string): Promise<number> {

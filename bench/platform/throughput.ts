@@ -7,12 +7,22 @@
  *  - the one-transaction floor: the same, each job running one PostgreSQL transaction
  *    (advisory lock + one insert). Target: Reclaim at least 0.7x the floor.
  * Also printed: CPU per job of the worker processes and of this process (producer/scheduler).
+ *
+ * A configuration whose Reclaim fleet may open more PostgreSQL connections than the shared
+ * server has left (3 processes at concurrency 32: 3 x 37 + 10 = 121 against max_connections
+ * 100) runs, baselines and Reclaim alike, on a private server started for the run
+ * (../private-postgres.ts: max_connections for the largest fleet of the run, every other
+ * setting copied from the shared server; fsync and synchronous_commit stay on, as there, so
+ * its figures compare with the shared server's) and removed at the end. The shared server's
+ * configuration is never changed; the others run on it, as before. BENCH_POSTGRES=private
+ * runs every configuration on the private server.
  *   npx tsx bench/platform/throughput.ts   (BENCH_JOBS=1000, BENCH_CONCURRENCY=8,32,
  *     BENCH_PROCESSES=1,3, BENCH_REPEAT=1; BENCH_ONLY=floor,reclaim to profile some of them,
  *     BENCH_CPU_PROF=<dir> for the workers' CPU profiles)
  */
 import { randomUUID } from "node:crypto";
-import { benchEnv, report } from "../support";
+import { startPrivatePostgres, type PrivatePostgres } from "../private-postgres";
+import { ADMIN_URL, benchEnv, report, type BenchEnv } from "../support";
 import {
   BARE_QUEUE,
   createFloorTable,
@@ -33,6 +43,20 @@ const list = (v: string | undefined, d: string) => (v ?? d).split(",").map(Numbe
 const CONCURRENCY = list(process.env.BENCH_CONCURRENCY, "8,32");
 const PROCESSES = list(process.env.BENCH_PROCESSES, "1,3");
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 1);
+const ALL_PRIVATE = process.env.BENCH_POSTGRES === "private";
+/**
+ * The private server's: the largest fleet of the run and room for this process's own clients,
+ * at least the shared server's 100.
+ */
+const PRIVATE_MAX_CONNECTIONS = Math.max(
+  100,
+  20 +
+    Math.max(
+      ...PROCESSES.flatMap((processes) =>
+        CONCURRENCY.map((c) => reclaimConnections({ processes, concurrency: c })),
+      ),
+    ),
+);
 
 async function reclaim(setup: Setup): Promise<Measured> {
   const scheduler = await startScheduler(setup);
@@ -66,21 +90,31 @@ const NONE: Measured = {
 async function main(): Promise<void> {
   const env = await benchEnv();
   await createFloorTable(env.databaseUrl);
+  // Started when the first configuration needs it, kept for the others that do.
+  let server: PrivatePostgres | undefined;
+  let privateEnv: Promise<BenchEnv> | undefined;
+  const onPrivateServer = () =>
+    (privateEnv ??= (async () => {
+      server = await startPrivatePostgres({ maxConnections: PRIVATE_MAX_CONNECTIONS, like: ADMIN_URL });
+      const own = await benchEnv({ adminUrl: server.adminUrl });
+      await createFloorTable(own.databaseUrl);
+      return own;
+    })());
   try {
     for (const processes of PROCESSES) {
       for (const concurrency of CONCURRENCY) {
-        const setup = { databaseUrl: env.databaseUrl, prefix: env.prefix, processes, concurrency };
-        const runs: { bare: Measured; floor: Measured; reclaim: Measured }[] = [];
-        // A fleet that would open more connections than PostgreSQL has left fails its own jobs
-        // ("too many clients") and every other client of the shared server: not run.
-        const needed = reclaimConnections(setup);
+        // A fleet that would open more connections than the shared server has left would fail
+        // its own jobs ("too many clients") and every other client of that server: the whole
+        // configuration runs on the private server.
+        const needed = reclaimConnections({ processes, concurrency });
         const free = await freeConnections(env.databaseUrl);
-        if (only("reclaim") && needed > free) {
-          report(`no-op jobs: ${processes} worker process(es), concurrency ${concurrency}`, {
-            "not run": `Reclaim's fleet may open ${needed} PostgreSQL connections; the server has ${free} left`,
-          });
-          continue;
-        }
+        const shared = !ALL_PRIVATE && !(only("reclaim") && needed > free);
+        const { databaseUrl, prefix } = shared ? env : await onPrivateServer();
+        const setup = { databaseUrl, prefix, processes, concurrency };
+        const postgres = shared
+          ? `shared (${free} connections left; Reclaim's fleet may open ${needed})`
+          : `private, max_connections ${server!.maxConnections} (the shared server has ${free} connections left; Reclaim's fleet may open ${needed})`;
+        const runs: { bare: Measured; floor: Measured; reclaim: Measured }[] = [];
         for (let r = 0; r < REPEAT; r++) {
           const bare = only("bare")
             ? await measure(setup, "bare", N, submitBullmq(setup, BARE_QUEUE, N))
@@ -103,6 +137,7 @@ async function main(): Promise<void> {
         const statements = (pick: (r: Run) => Measured) =>
           `${median(runs.map((r) => pick(r).workerStatements)).toFixed(2)} workers + ${median(runs.map((r) => pick(r).mainStatements)).toFixed(2)} main`;
         report(`no-op jobs: ${processes} worker process(es), concurrency ${concurrency}`, {
+          PostgreSQL: postgres,
           jobs: N,
           runs: runs.length,
           "bare BullMQ jobs/s": rates((r) => r.bare),
@@ -119,7 +154,15 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    await env.cleanup();
+    try {
+      await env.cleanup();
+      await privateEnv?.then(
+        (own) => own.cleanup(),
+        () => undefined,
+      );
+    } finally {
+      server?.stop();
+    }
   }
 }
 

@@ -7,7 +7,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, readdir, rename, symlink, writeFile } from "node:fs/promises";
+import fsp, { mkdir, readdir, rename, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { ensureDirBelow, PathRefused, ProvenDir, provenDirBelow } from "@reclaim/core";
 import { outsideDir, tempDir, type Outside } from "@reclaim/testkit";
@@ -84,6 +84,64 @@ describe("a level replaced by a symlink after it was proven", () => {
     expect(await refusal(b.rename("entry", "renamed"))).toBe("path_changed a/b");
     expect(await refusal(b.recheck())).toBe("symlink a");
     expect(await outside.changes()).toEqual([]);
+  });
+});
+
+describe("a settled directory (settledChild): one confirm after a read stands for every level", () => {
+  // `a` moved away, a link to a tree of the same shape outside in its place (outside has `b`).
+  const swapA = async () => {
+    await rename(path.join(root.path, "a"), path.join(root.path, "a-moved"));
+    await symlink(outside.path, path.join(root.path, "a"));
+  };
+  /** What changed outside, reads aside (a path-based read is refused after it, not before). */
+  const written = async () => (await outside.changes()).filter((change) => !change.endsWith(": read"));
+  beforeEach(async () => {
+    await mkdir(path.join(root.path, "a", "b", "entry"), { recursive: true });
+  });
+  afterEach(() => jest.restoreAllMocks());
+
+  it("a level swapped for a link before its child is proven: the child is refused, nothing outside read", async () => {
+    const a = (await (await ProvenDir.top(root.path))!.settledChild("a"))!;
+    await swapA();
+    // The child's lstat went through the link (to outside's `b`); the confirm of `a` after it refuses.
+    expect(await refusal(a.settledChild("b"))).toBe("symlink a");
+    expect(await outside.changes()).toEqual([]);
+    // child() alone proves one level, here outside's `b`: unsettled, its listing rechecks
+    // every level after the readdir (went through the link) and refuses it.
+    const b = (await a.child("b"))!;
+    expect(await refusal(b.list())).toBe("symlink a");
+    expect(await written()).toEqual([]);
+  });
+
+  it("a level above swapped for a link before a settled listing: refused by the confirm before it, nothing outside read", async () => {
+    const b = (await (await (await ProvenDir.top(root.path))!.settledChild("a"))!.settledChild("b"))!;
+    expect((await b.list()).map((e) => e.name)).toEqual(["entry"]);
+    await swapA();
+    expect(await refusal(b.list())).toBe("path_changed a/b");
+    expect(await outside.changes()).toEqual([]);
+  });
+
+  it("a level above swapped for a link during a settled listing: the listing is refused by the confirm after it", async () => {
+    const b = (await (await (await ProvenDir.top(root.path))!.settledChild("a"))!.settledChild("b"))!;
+    const readdirOf = fsp.readdir;
+    jest.spyOn(fsp, "readdir").mockImplementation((async (...args: Parameters<typeof readdirOf>) => {
+      // Right before the readdir, after the confirm that precedes it.
+      if (args[0] === b.path) await swapA();
+      return readdirOf(...args);
+    }) as typeof readdirOf);
+    expect(await refusal(b.list())).toBe("path_changed a/b");
+    expect(await written()).toEqual([]);
+  });
+
+  it("reads without a confirm around each are refused by the one confirm after them", async () => {
+    await writeFile(path.join(root.path, "a", "b", "state.json"), "{}");
+    const b = (await (await (await ProvenDir.top(root.path))!.settledChild("a"))!.settledChild("b"))!;
+    await swapA();
+    // Through the link: outside's `b` holds a state.json too. Read, then refused.
+    expect((await b.readFileUnconfirmed("state.json", 1024)).status).toBe("ok");
+    expect((await b.listUnconfirmed()).map((e) => e.name).sort()).toEqual(["entry", "state.json"]);
+    expect(await refusal(b.confirm())).toBe("path_changed a/b");
+    expect(await written()).toEqual([]);
   });
 });
 

@@ -57,6 +57,11 @@ export async function readFileBounded(file: string, limit: number): Promise<Boun
       chunks.push(chunk.subarray(0, bytesRead));
       length += bytesRead;
       if (length > limit) return { status: "too_large" };
+      // A regular file reads short only at its end: no second read to find it (one round trip
+      // per file; what is appended later is not this read's, as after any last read). A short
+      // read for another reason cuts the data: it does not parse, and the caller keeps what it
+      // guards (unreadable).
+      if (bytesRead < chunk.length) break;
       size = 8 * 1024;
     }
     return { status: "ok", data: Buffer.concat(chunks, length) };

@@ -15,10 +15,25 @@
  *     levels from the top folder down, each proven when it was reached.
  *   - `dir.list()`: `confirm` (below), readdir with file types (d_type: no lstat per name),
  *     then `recheck`: every level lstat'ed again, same identity, still no link. A listing taken
- *     while any level was swapped is discarded (`PathRefused`).
+ *     while any level was swapped is discarded (`PathRefused`). A settled directory (below)
+ *     needs only a `confirm` after the readdir.
  *   - Per entry only one more syscall: `dir.lstatEntry(name)`, and `dir.confirm()` (one lstat
  *     of the proven directory itself) before and after a rename, a write or a read: any level
  *     above replaced by a link would lead the path to another directory, whose identity differs.
+ *   - Settled: every level was seen in place after the level below it was proven (the top
+ *     folder; `settledChild`: the lstat of the child, then a confirm of its parent; a `recheck`
+ *     that passed). Until then a level proven through a link put above it meanwhile would
+ *     carry the identity of the link's target, and a confirm through the same link would
+ *     pass: so an unsettled directory's listing rechecks every level. Once settled, a link
+ *     put at any level (to another directory) leads its path elsewhere and one `confirm`
+ *     refuses it; only a link to the very directory proven (moved) passes a confirm, and the
+ *     path then still leads to that directory, as for every read, write and rename here.
+ *   - Reads in a row right after a proof (`listUnconfirmed`, `readFileUnconfirmed`): no
+ *     confirm around each; the caller confirms once after the last one (this settled
+ *     directory, or a settled one below it: its path goes through this one) and uses nothing
+ *     it read unless that confirm passes. A path-based check narrows races, it cannot close
+ *     them: a link put in and taken out again between two checks is never seen (only
+ *     descriptors could: packages/shared's tree-snapshot DirChain).
  *   - Writes: `ensureDir` (one mkdir, never recursive), `createFile` (O_CREAT | O_EXCL |
  *     O_NOFOLLOW, its times set through the descriptor), `rename` within the directory (undone
  *     when the directory is found changed after it), `readFile` (packages/shared's bounded
@@ -68,6 +83,8 @@ export class ProvenDir {
   private constructor(
     /** The levels from the top folder down to this directory. */
     private readonly levels: readonly Level[],
+    /** Every level seen in place after the level below it was proven (see the header). */
+    private settled: boolean,
   ) {}
 
   get path(): string {
@@ -97,7 +114,7 @@ export class ProvenDir {
       throw error;
     }
     if (!info.isDirectory()) throw new PathRefused("not_a_directory", dir);
-    return new ProvenDir([{ path: dir, dev: info.dev, ino: info.ino }]);
+    return new ProvenDir([{ path: dir, dev: info.dev, ino: info.ino }], true);
   }
 
   /** The real directory `name` in this one, proven by one lstat; null when there is none. */
@@ -111,7 +128,19 @@ export class ProvenDir {
     const at = this.join(name);
     if (info.isSymbolicLink()) throw new PathRefused("symlink", at);
     if (!info.isDirectory()) throw new PathRefused("not_a_directory", at);
-    return new ProvenDir([...this.levels, { path: at, dev: info.dev, ino: info.ino }]);
+    return new ProvenDir([...this.levels, { path: at, dev: info.dev, ino: info.ino }], false);
+  }
+
+  /**
+   * `child`, settled when this directory is: after the child's lstat this directory is
+   * confirmed (one more lstat), so the child was not reached through a link put above it.
+   */
+  async settledChild(name: string): Promise<ProvenDir | null> {
+    const child = await this.child(name);
+    if (child === null) return null;
+    await this.confirm();
+    child.settled = this.settled;
+    return child;
   }
 
   /** lstat of the entry `name` (never followed); null when it is gone. */
@@ -136,15 +165,29 @@ export class ProvenDir {
       if (error instanceof PathRefused && error.reason === "missing") return [];
       throw error;
     }
-    let entries: Dirent[];
+    const entries = await this.listUnconfirmed();
+    // After: settled, a level swapped for a link meanwhile leads the path elsewhere now.
+    if (this.settled) await this.confirm();
+    else await this.recheck();
+    return entries;
+  }
+
+  /**
+   * readdir with file types, nothing confirmed: only right after this directory was proven,
+   * and only used once a later `confirm` of it (settled) or of a settled directory below it passed.
+   */
+  async listUnconfirmed(): Promise<Dirent[]> {
     try {
-      entries = await readdirEntries(this.path);
+      return await readdirEntries(this.path);
     } catch (error) {
       if (absent(error)) return [];
       throw error;
     }
-    await this.recheck();
-    return entries;
+  }
+
+  /** `readFile` without the confirms around it: as for `listUnconfirmed`. */
+  readFileUnconfirmed(name: string, limit: number): Promise<BoundedRead> {
+    return readFileBounded(this.join(name), limit);
   }
 
   /**
@@ -164,6 +207,7 @@ export class ProvenDir {
       if (!info.isDirectory() || info.dev !== level.dev || info.ino !== level.ino)
         throw new PathRefused("path_changed", level.path);
     }
+    this.settled = true;
   }
 
   /**
@@ -188,7 +232,7 @@ export class ProvenDir {
   /** Reads the file `name` (never through a link, at most `limit` bytes), confirming this directory around it. */
   async readFile(name: string, limit: number): Promise<BoundedRead> {
     await this.confirm();
-    const read = await readFileBounded(this.join(name), limit);
+    const read = await this.readFileUnconfirmed(name, limit);
     await this.confirm();
     return read;
   }

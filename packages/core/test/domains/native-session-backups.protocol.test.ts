@@ -128,17 +128,32 @@ describe("the expiry protocol", () => {
     expect(await taskSessionOf(s)).not.toBeNull();
   });
 
-  it("a crash after the rename to .expired (decision committed): the next sweep finishes the deletion", async () => {
+  it("a crash after the rename to .expired (decision committed): the next sweep finishes the deletion and deletes the record left", async () => {
     const s = await closedSession(stack);
+    const records = () =>
+      stack.db.reclaimConfirmedRetirement.findMany({ where: { path: { contains: s.scope } } });
+    // A record in another session's folder, which holds no leftover (its copy is kept): left alone.
+    const other = await closedSession(stack, { issueStatus: "in_progress" });
+    const unrelated = `${other.scope}/failover-backups/.retiring-${randomUUID()}`;
+    await stack.db.reclaimConfirmedRetirement.create({
+      data: { path: unrelated, companyId: other.companyId },
+    });
     at("after-expired-rename", crash);
     const crashed = await sweep(stack, null);
     expect(crashed.error).toMatch(/injected fault/);
     expect(named(await backups(s.scope), ".expired-")).toHaveLength(1);
     expect(await taskSessionOf(s)).toBeNull();
+    // Crashed before the records of its confirmed copies were deleted: one names a `.retiring-*` gone for good.
+    const left = await records();
+    expect(left.map((r) => path.basename(r.path))).toEqual([expect.stringMatching(/^\.retiring-/)]);
+    expect(named(await backups(s.scope), ".retiring-")).toEqual([]);
     const next = await sweep(stack, null);
     const finished = next.entries.find((e) => e.reason === "interrupted_deletion" && e.id.includes(s.scope));
     expect(finished?.outcome).toBe("removed");
     expect(await backups(s.scope)).toEqual([]);
+    expect(await records()).toEqual([]);
+    expect(await stack.db.reclaimConfirmedRetirement.count({ where: { path: unrelated } })).toBe(1);
+    await stack.db.reclaimConfirmedRetirement.delete({ where: { path: unrelated } });
   });
 
   it("with no current, the newest .retiring copy (by write time) is restored and the others are superseded", async () => {
@@ -440,6 +455,22 @@ describe("an entry that vanishes between the survey and the step that uses it", 
     expect(report.error).toBeNull();
     expect(outcomeOf(report, leftoverId(s.scope, path.basename(retiring)))).toBe("vanished");
     expect(existsSync(currentDir(stack, s.scope))).toBe(false);
+  });
+
+  it("a leftover left after the survey in a folder it found without one is the next batch's; the copy still expires", async () => {
+    const s = await closedSession(stack);
+    const expired = `.expired-${randomUUID()}`;
+    const folder = path.join(sessionDir(stack, s.scope), "failover-backups");
+    // As another job's finish leaves one: not listed again under the lock by this batch.
+    at("surveyed", () => writeTree(path.join(folder, expired), { "t.jsonl": 4096 }));
+    const report = await sweep(stack, null);
+    expect(report.error).toBeNull();
+    expect(outcomeOf(report, copyId(s.scope))).toBe("removed");
+    expect(outcomeOf(report, leftoverId(s.scope, expired))).toBeUndefined();
+    expect(await backups(s.scope)).toEqual([expired]);
+    const next = await sweep(stack, null);
+    expect(outcomeOf(next, leftoverId(s.scope, expired))).toBe("removed");
+    expect(await backups(s.scope)).toEqual([]);
   });
 
   it("a copy gone before its rename to .retiring is reported vanished; its task session stays", async () => {

@@ -8,9 +8,10 @@
  * (listing, times, contents; atimes show nothing read) and the report names the link `symlink`.
  */
 import { randomUUID } from "node:crypto";
-import { rm } from "node:fs/promises";
+import fsp, { rename, rm, symlink } from "node:fs/promises";
 import path from "node:path";
-import { daysAgo, outsideDirs, startStack, type Stack } from "@reclaim/testkit";
+import { sessionsTop, surveySession } from "@reclaim/core/src/domains/native-session-backups/survey";
+import { daysAgo, outsideDir, outsideDirs, startStack, type Stack } from "@reclaim/testkit";
 import {
   closedSession,
   currentDir,
@@ -169,4 +170,52 @@ describe("nothing below durable-sessions/ is followed through a symlink", () => 
       expect(reasonsOf(report, `${SESSIONS}/quarantine/${expired}`)).toEqual(["symlink"]);
     }
   });
+});
+
+describe("a level swapped for a link while its session is surveyed (one confirm after the reads)", () => {
+  afterEach(() => jest.restoreAllMocks());
+
+  it.each([
+    ["the session directory", ""],
+    ["failover-backups", "failover-backups"],
+  ])(
+    "%s, right after it was listed: the session is refused at it and nothing read through the link is used; sweeps leave the target as it was",
+    async (_, level) => {
+      const s = await closedSession(stack);
+      const at = path.join(sessionDir(stack, s.scope), level);
+      const copy = under("failover-backups/current", COPY);
+      const outside = await outsideDir(
+        level === ""
+          ? {
+              "control-plane.json": JSON.stringify({ companyId: s.companyId, sessionId: s.sessionId }),
+              ...copy,
+            }
+          : under("current", COPY),
+        OLD,
+      );
+      try {
+        const readdirOf = fsp.readdir;
+        jest.spyOn(fsp, "readdir").mockImplementation((async (...args: Parameters<typeof readdirOf>) => {
+          const listed = await readdirOf(...args);
+          // The level was proven and settled; it is swapped right after its listing.
+          if (args[0] === at) {
+            await rename(at, `${at}-moved`);
+            await symlink(outside.path, at);
+          }
+          return listed;
+        }) as typeof readdirOf);
+        const survey = await surveySession((await sessionsTop(stack.instanceRoot))!, s.scope);
+        jest.restoreAllMocks();
+        expect([survey.refused?.reason, survey.refused?.at]).toEqual(["symlink", at]);
+        expect([survey.current, survey.state, survey.backups]).toEqual([null, { status: "missing" }, null]);
+        const reports = await sweeps(s);
+        const id = path.relative(stack.instanceRoot, at);
+        for (const report of reports) expect(reasonsOf(report, id)).toEqual(["symlink"]);
+        // The survey read through the link before its confirm refused it; nothing was written.
+        expect((await outside.changes()).filter((change) => !change.endsWith(": read"))).toEqual([]);
+      } finally {
+        await outside.remove();
+      }
+    },
+  );
 });

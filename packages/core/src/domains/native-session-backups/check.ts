@@ -199,7 +199,11 @@ async function survey(ctx: Ctx): Promise<Prepared> {
     ctx.continueNow();
     return prepared;
   }
-  const listing = await listEvidence(top, names, evidenceAfter, room);
+  const listing = await listEvidence(top, names, evidenceAfter, room, {
+    limit: removalRoom,
+    now: ctx.startedAt.getTime(),
+    windowMs: ctx.config.evidenceWindowMs,
+  });
   const evidence: EvidenceEntry[] = [];
   const judge = evidenceJudge(ctx, liveness);
   let removable = 0;
@@ -291,14 +295,15 @@ export async function finish(ctx: Ctx, applied: Applied): Promise<void> {
     }
     expired.push({ item, name });
   });
-  // A crash before this statement leaves records of `.retiring-*` names that no longer
-  // exist: no later batch can match them (unique names), so they only take room.
+  // A crash before this statement (or its failure) leaves records of `.retiring-*` names
+  // that no longer exist, next to the `.expired-*` they became: the batch that finishes those
+  // deletes them (leftovers.ts Retirements). Outside any error handling, the fault point
+  // below is such a crash.
+  if (expired.length > 0) await ctx.faults.hit("native-session-backups.after-expired-rename");
   await forgetRetirements(
     ctx.db,
     expired.map(({ item }) => path.relative(applied.root, item.dir.join(item.retiring))),
   ).catch(() => undefined);
-  // Outside any error handling: a crash here leaves `.expired-*` for the next batch.
-  if (expired.length > 0) await ctx.faults.hit("native-session-backups.after-expired-rename");
   await eachBounded(expired, ({ item, name }) =>
     remove(ctx, { rel: item.rel, dir: item.dir, name, companyId: item.companyId }),
   );

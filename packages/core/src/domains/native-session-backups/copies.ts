@@ -40,18 +40,30 @@ export async function expireSessions(batch: Batch, tx: Tx, prepared: Prepared): 
   const facts = await sessionFacts(tx, inputs(prepared.sessions.filter((s) => needsRows(s, judge))));
   const tentative: SessionSurvey[] = [];
   let handled = 0;
-  const retirements = new Retirements(
-    tx,
-    prepared.sessions.flatMap((s) => (s.backups ? [`${path.relative(prepared.root, s.backups.path)}/`] : [])),
-  );
 
-  // Every session's `failover-backups/` listed again under the lock, a few at once (bounded.ts).
+  // The `failover-backups/` of every session whose survey found leftovers, listed again under
+  // the lock, a few at once (fs/in-order.ts): another job may have finished, restored or
+  // dropped them since. One where the survey found none has nothing for this batch to finish
+  // (a leftover another job leaves there meanwhile is that job's, or a later batch's): its
+  // copy is judged, and its rename checks the copy is still the one surveyed.
   const relisted = new Map<string, BackupsListing>();
   if (!ctx.dryRun) {
     await eachBounded(prepared.sessions, async (s) => {
-      if (s.backups) relisted.set(s.name, await listBackups(s.backups));
+      if (s.backups && s.retiring.length + s.expired.length > 0)
+        relisted.set(s.name, await listBackups(s.backups));
     });
   }
+  const retirements = new Retirements(
+    tx,
+    prepared.sessions.flatMap((s) => {
+      const listing = relisted.get(s.name);
+      if (!s.backups || !listing || listing.retiring.length + listing.expired.length === 0) return [];
+      const folder = `${path.relative(prepared.root, s.backups.path)}/`;
+      return [{ folder, retiring: listing.retiring.map((name) => folder + name) }];
+    }),
+  );
+  // Read (and the folders' records of names gone deleted) before any leftover is finished.
+  await retirements.recorded();
 
   for (const session of prepared.sessions) {
     if (ctx.signal.aborted || batch.full) break;

@@ -1,10 +1,10 @@
 /**
  * Continuity-break archives and quarantine entries past their window, in the job's
- * transaction: judged by rules.ts on what the survey read, renamed to `.expired-<UUID>` after
- * the folders above them are checked again to be real directories; the oldest kept entry says
- * when the evidence check is due next.
+ * transaction: judged by rules.ts on what the survey read, renamed to `.expired-<UUID>` in a
+ * folder confirmed right before and after the rename (still the directory proven: a level
+ * above replaced by a link leads its path elsewhere); the oldest kept entry says when the
+ * evidence check is due next.
  */
-import { PathRefused } from "../../fs";
 import { Batch, evidenceJudge, rel, relOf, reportRefused, retireOrSkip, type Prepared } from "./batch";
 import { SWEEP_INTERVAL_MS } from "./config";
 import { judgeEvidence } from "./rules";
@@ -34,14 +34,10 @@ export async function expireEvidence(batch: Batch, prepared: Prepared): Promise<
       continue;
     }
     // The folders above it were real directories when listed; one replaced by a symlink
-    // since would take the rename or the delete into the link's target.
-    try {
-      await entry.dir.recheck();
-    } catch (error) {
-      if (!(error instanceof PathRefused)) throw error;
-      reportRefused(ctx, id, error);
-      continue;
-    }
+    // since would take the rename or the delete into the link's target: the rename
+    // (retireOrSkip) and the delete (remove) confirm its folder right before (and after)
+    // they act, refusing a changed one (`path_changed`). (A recheck of every level here
+    // cost three syscalls an entry, dry runs included, for what those confirms see.)
     if (verdict.leftover) {
       if (!ctx.dryRun)
         batch.delete({

@@ -9,6 +9,7 @@
  *   quarantine/<session>.identity_indeterminate.cleanup.<UUID>  native cleanup's, referenced from recovery history: kept
  * plus `.expired-<UUID>` leftovers of interrupted deletions in either folder.
  */
+import type { Stats } from "node:fs";
 import { errnoCode } from "@reclaim/shared";
 import {
   claimantIsLive,
@@ -68,6 +69,8 @@ export interface EvidenceEntry {
   mtimeMs: number;
   /** Allocated bytes, counted in the survey (outside the lock) for entries due for removal. */
   allocatedBytes: number;
+  /** The survey's lstat of it (absent when it was gone). */
+  stat?: Stats;
 }
 
 export interface EvidenceListing {
@@ -121,6 +124,12 @@ export async function listEvidence(
   sessions: string[],
   after: string | null,
   limit: number,
+  /**
+   * Expiring: the removals left in the batch. The listing also stops once it holds that many
+   * entries that their names do not keep (`keptByName`): the survey stops at the removals
+   * anyway, and folders listed beyond them were listed again by the next batch.
+   */
+  removals: { limit: number; now: number; windowMs: number } = { limit: Infinity, now: 0, windowMs: 0 },
 ): Promise<EvidenceListing> {
   const listing: EvidenceListing = {
     keys: [],
@@ -136,14 +145,16 @@ export async function listEvidence(
   const inQuarantine = afterFolder === QUARANTINE_DIR;
   const afterSession = afterFolder.split("/")[0]!;
   /** Adds the names of `folder` after the cursor; false once the listing is full. */
+  let removable = 0;
   const add = (folder: string, found: string[]): boolean => {
     for (const name of found.sort()) {
       if (folder === afterFolder && name <= afterName) continue;
-      if (listing.keys.length === limit) {
+      if (listing.keys.length === limit || removable >= removals.limit) {
         listing.more = true;
         return false;
       }
       listing.keys.push(`${folder}/${name}`);
+      if (!keptByName(folder, name, removals.now, removals.windowMs)) removable += 1;
     }
     return true;
   };
@@ -194,6 +205,21 @@ export async function listEvidence(
   return listing;
 }
 
+/**
+ * Whether the entry `name` of `folder` is kept whatever its lstat says: not evidence, a
+ * cleanup quarantine entry, or not yet due by the epoch in its name. (Not the verdict:
+ * rules.ts judges the surveyed entry; an epoch in the future counts as not kept here.)
+ */
+export function keptByName(folder: string, name: string, now: number, windowMs: number): boolean {
+  const parsed =
+    folder === QUARANTINE_DIR
+      ? parseEvidenceName("quarantine", name)
+      : parseEvidenceName("continuity_break", name, folder.split("/")[0]);
+  if (parsed.type === "unrecognized" || parsed.type === "cleanup") return true;
+  if (parsed.type === "leftover") return false;
+  return parsed.epochMs <= now && parsed.epochMs + windowMs > now;
+}
+
 export async function surveyEvidence(listing: EvidenceListing, key: string): Promise<EvidenceEntry> {
   const cut = key.lastIndexOf("/");
   const folder = key.slice(0, cut);
@@ -215,13 +241,15 @@ export async function surveyEvidence(listing: EvidenceListing, key: string): Pro
     kind: kindOf(info),
     mtimeMs: info?.mtimeMs ?? 0,
     allocatedBytes: 0,
+    ...(info ? { stat: info } : {}),
   };
 }
 
 /** The entry with its allocated bytes, or `missing` when it vanished while they were counted. */
 export async function countEvidenceBytes(entry: EvidenceEntry, signal?: AbortSignal): Promise<EvidenceEntry> {
   try {
-    const bytes = (await treeStats(entry.path, signal)).allocatedBytes;
+    // The walk starts from the survey's lstat of the entry (no second lstat of it).
+    const bytes = (await treeStats(entry.path, signal, entry.stat)).allocatedBytes;
     // Counted below the folder by path: it must still be the folder proven.
     await entry.dir.confirm();
     return { ...entry, allocatedBytes: bytes };

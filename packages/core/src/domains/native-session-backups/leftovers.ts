@@ -13,17 +13,23 @@ import { surveyCopy, type BackupsListing, type SessionSurvey } from "./survey";
 
 /**
  * The batch's records of confirmed retirements (reclaim_confirmed_retirements), in the job's
- * transaction: read once for every session of the batch, when a session first has a
- * `.retiring-*` under the lock, and the records of the copies finished here deleted together
- * at the end (`flush`): a statement per session or per copy grew a batch with its size.
+ * transaction: read once for every session of the batch whose `failover-backups/` holds
+ * leftovers under the lock (deleting, in the same statement, the records there of names no
+ * longer listed: left by a finish interrupted between its `.expired` renames and their
+ * records' deletion, which sits next to the `.expired-*` it left), and the records of the
+ * copies finished here deleted together at the end (`flush`): a statement per session or per
+ * copy grew a batch with its size.
  */
 export class Retirements {
   private confirmed: Promise<Set<string>> | null = null;
   private readonly finished: string[] = [];
   constructor(
     private readonly tx: Tx,
-    /** The sessions' `failover-backups/` folders, relative to the sessions root. */
-    private readonly folders: string[],
+    /**
+     * The folders with leftovers (`<session>/failover-backups/`, relative to the sessions
+     * root) and their `.retiring-*` paths, as listed under the lock.
+     */
+    private readonly folders: { folder: string; retiring: string[] }[],
   ) {}
 
   /** The confirmed `.retiring-*` paths (relative to the sessions root) of the batch's sessions. */

@@ -79,16 +79,20 @@ export async function confirmRetirements(
 }
 
 /**
- * The confirmed `.retiring-*` paths (their transaction committed) below these folders
- * (relative, e.g. `<session>/failover-backups/`): one query for a whole batch. The caller
- * matches exact paths (a prefix may also match another folder's rows).
+ * The confirmed `.retiring-*` paths (their transaction committed) among those listed under
+ * the lock in these folders (relative, e.g. `<session>/failover-backups/`), one statement for
+ * a whole batch; the folders' records of names no longer there are deleted by it
+ * (`confirmed-retirements.sql`).
  */
-export async function confirmedRetirementsIn(tx: Db | Tx, folders: string[]): Promise<Set<string>> {
+export async function confirmedRetirementsIn(
+  tx: Tx,
+  folders: { folder: string; retiring: string[] }[],
+): Promise<Set<string>> {
   if (folders.length === 0) return new Set();
-  const rows = await tx.reclaimConfirmedRetirement.findMany({
-    where: { OR: folders.map((folder) => ({ path: { startsWith: folder } })) },
-    select: { path: true },
-  });
+  const rows = await tx.$queryRawUnsafe<{ path: string }[]>(
+    sqlFile(__dirname, "confirmed-retirements.sql"),
+    JSON.stringify(folders),
+  );
   return new Set(rows.map((r) => r.path));
 }
 

@@ -9,8 +9,9 @@
  * proven real directories before anything in them is read (fs/proven-dir.ts). A level that is
  * a link is the session's `refused` level: reported with its reason, everything below it kept.
  */
+import type { Dirent } from "node:fs";
 import path from "node:path";
-import { errnoCode, readFileBounded } from "@reclaim/shared";
+import { errnoCode, readFileBounded, type BoundedRead } from "@reclaim/shared";
 import { z } from "zod";
 import {
   claimantIsLive,
@@ -98,16 +99,21 @@ export async function listSessionNames(top: ProvenDir | null): Promise<string[]>
 
 /** The control-plane state, read without following a link and only up to 4 MB. */
 export async function readControlPlaneState(session: ProvenDir): Promise<StateRead> {
-  let read;
+  return stateOf(() => session.readFile(CONTROL_PLANE_STATE, MAX_CONTROL_PLANE_STATE_BYTES));
+}
+
+/** What a read of the control-plane state says; any failure of the read: unreadable. */
+async function stateOf(read: () => Promise<BoundedRead>): Promise<StateRead> {
+  let got: BoundedRead;
   try {
-    read = await session.readFile(CONTROL_PLANE_STATE, MAX_CONTROL_PLANE_STATE_BYTES);
+    got = await read();
   } catch {
     return { status: "unreadable" };
   }
-  if (read.status === "missing" || read.status === "too_large") return { status: read.status };
-  if (read.status !== "ok") return { status: "unreadable" };
+  if (got.status === "missing" || got.status === "too_large") return { status: got.status };
+  if (got.status !== "ok") return { status: "unreadable" };
   try {
-    const parsed = controlPlaneState.safeParse(JSON.parse(read.data.toString("utf8")));
+    const parsed = controlPlaneState.safeParse(JSON.parse(got.data.toString("utf8")));
     return parsed.success ? { status: "ok", state: parsed.data } : { status: "unreadable" };
   } catch {
     return { status: "unreadable" };
@@ -179,7 +185,11 @@ export interface BackupsListing {
  * again under the lock before it finishes leftovers.
  */
 export async function listBackups(backups: ProvenDir | null): Promise<BackupsListing> {
-  const found = ((await backups?.list()) ?? []).map((entry) => entry.name).sort();
+  return backups === null ? backupsListing(null, []) : backupsListing(backups, await backups.list());
+}
+
+function backupsListing(backups: ProvenDir | null, entries: readonly Dirent[]): BackupsListing {
+  const found = entries.map((entry) => entry.name).sort();
   return {
     current: found.includes(CURRENT),
     retiring: found.filter((n) => retiredPrefixOf(n) === ".retiring"),
@@ -188,47 +198,95 @@ export async function listBackups(backups: ProvenDir | null): Promise<BackupsLis
   };
 }
 
-/** The proven session directory `name` of the sessions root, and its `failover-backups`. */
-async function openSession(top: ProvenDir, name: string) {
-  let dir: ProvenDir | null = null;
-  try {
-    dir = await top.child(name);
-    return { dir, backups: (await dir?.child(BACKUPS_DIR)) ?? null, refused: null };
-  } catch (error) {
-    if (!(error instanceof PathRefused)) throw error;
-    return { dir, backups: null, refused: error };
-  }
-}
-
+/**
+ * One session directory, in as few syscalls as its rules allow (this is most of a batch's
+ * filesystem work): the session directory and `failover-backups` are each proven settled
+ * (fs/proven-dir.ts: the level's lstat, then a confirm of its parent) and read at once, by
+ * path: one listing of the session directory says whether the state, `failover-backups` and
+ * a cleanup activation are there; one listing of `failover-backups`; `current`'s walk ends
+ * with a confirm of the copy (surveyCopy). Then one confirm of the deepest settled directory
+ * (`failover-backups`, or the session directory): every read went through its levels, so a
+ * level swapped for a link since it was proven leads that path elsewhere and the confirm
+ * fails. Nothing read is used then: the session is `refused` at the first level that changed
+ * (every level checked again; `path_changed` at the deepest when all are back), and kept.
+ * Every level was re-proved around each read until 2026-12-03 (34 syscalls a session, 26 now).
+ */
 export async function surveySession(
   top: ProvenDir,
   name: string,
   signal?: AbortSignal,
 ): Promise<SessionSurvey> {
-  const opened = await openSession(top, name);
-  const { dir, refused } = opened;
-  const base = { name, path: top.join(name), ...opened };
-  if (dir === null) {
-    return {
-      ...base,
-      kind: refused?.reason === "symlink" ? "symlink" : refused ? "other" : "missing",
-      state: { status: "missing" },
-      current: null,
-      retiring: [],
-      expired: [],
-      cleanupActivation: false,
-    };
+  const at = top.join(name);
+  const kept = (
+    kind: EntryKind,
+    parts: { dir?: ProvenDir | null; refused?: PathRefused | null } = {},
+  ): SessionSurvey => ({
+    name,
+    path: at,
+    kind,
+    dir: parts.dir ?? null,
+    backups: null,
+    refused: parts.refused ?? null,
+    state: { status: "missing" },
+    current: null,
+    retiring: [],
+    expired: [],
+    cleanupActivation: false,
+  });
+  let dir: ProvenDir | null;
+  try {
+    dir = await top.settledChild(name);
+  } catch (error) {
+    if (!(error instanceof PathRefused)) throw error;
+    return kept(error.reason === "symlink" ? "symlink" : "other", { refused: error });
   }
-  const backups = await listBackups(opened.backups);
-  return {
-    ...base,
-    kind: "directory",
-    state: await readControlPlaneState(dir),
-    current: backups.current && opened.backups ? await surveyCopy(opened.backups, CURRENT, signal) : null,
-    retiring: backups.retiring,
-    expired: backups.expired,
-    cleanupActivation: (await dir.list()).some((entry) => entry.name.startsWith(CLEANUP_ACTIVATION_PREFIX)),
-  };
+  if (dir === null) return kept("missing");
+  let deepest = dir;
+  try {
+    const entries = await dir.listUnconfirmed();
+    const listed = (n: string) => entries.some((entry) => entry.name === n);
+    const state = listed(CONTROL_PLANE_STATE)
+      ? await stateOf(() => dir.readFileUnconfirmed(CONTROL_PLANE_STATE, MAX_CONTROL_PLANE_STATE_BYTES))
+      : ({ status: "missing" } as const);
+    const backups = listed(BACKUPS_DIR) ? await dir.settledChild(BACKUPS_DIR) : null;
+    deepest = backups ?? dir;
+    const listing = backupsListing(backups, (await backups?.listUnconfirmed()) ?? []);
+    const current = listing.current && backups ? await surveyCopy(backups, CURRENT, signal) : null;
+    // After every read, and after `current` was proven through it.
+    await deepest.confirm();
+    return {
+      name,
+      path: at,
+      kind: "directory",
+      dir,
+      backups,
+      refused: null,
+      state,
+      current,
+      retiring: listing.retiring,
+      expired: listing.expired,
+      cleanupActivation: entries.some((entry) => entry.name.startsWith(CLEANUP_ACTIVATION_PREFIX)),
+    };
+  } catch (error) {
+    if (!(error instanceof PathRefused)) throw error;
+    // Removed meanwhile (the session directory or `failover-backups`): no copy to judge.
+    if (error.reason === "missing") return kept("directory", { dir });
+    // A level refused on the way (`failover-backups` a link), or swapped while it was read.
+    if (error.reason === "symlink" || error.reason === "not_a_directory")
+      return kept("directory", { dir, refused: error });
+    return kept("directory", { dir, refused: await changedLevel(deepest, error) });
+  }
+}
+
+/** The first level of `dir` that is not what was proven (every level checked), else `fallback`. */
+async function changedLevel(dir: ProvenDir, fallback: PathRefused): Promise<PathRefused> {
+  try {
+    await dir.recheck();
+  } catch (error) {
+    if (error instanceof PathRefused) return error;
+    throw error;
+  }
+  return new PathRefused("path_changed", fallback.at);
 }
 
 /** The state of the session `name` for a company's diagnosis (missing when it is not a real directory). */

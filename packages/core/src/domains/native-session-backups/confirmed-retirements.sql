@@ -1,0 +1,27 @@
+-- The confirmed `.retiring-*` copies (reclaim_confirmed_retirements: their expiry committed)
+-- of the batch's `failover-backups/` folders that hold leftovers, as listed under the lock,
+-- in one statement. The records of those folders that name no `.retiring-*` listed there are
+-- deleted: a finish interrupted after its `.expired` rename, before it deleted the records
+-- (a crash, a failed statement), left them; that name never comes back (unique), and no
+-- other job records one while this job holds the lock. The records of the listed ones are
+-- returned.
+-- $1 jsonb: array of {"folder": "<scope>/failover-backups/",
+--                     "retiring": ["<scope>/failover-backups/.retiring-<UUID>", ...]}
+--           (paths relative to the durable-sessions root)
+-- Output: path text, one row per listed `.retiring-*` that has a record
+WITH listed AS (
+  SELECT f ->> 'folder' AS folder,
+         ARRAY(SELECT jsonb_array_elements_text(f -> 'retiring')) AS retiring
+    FROM jsonb_array_elements($1::jsonb) f
+),
+forgotten AS (
+  DELETE FROM reclaim_confirmed_retirements r
+   USING listed l
+   WHERE left(r.path, length(l.folder)) = l.folder
+     AND strpos(substr(r.path, length(l.folder) + 1), '/') = 0
+     AND r.path <> ALL (l.retiring)
+  RETURNING r.path
+)
+SELECT r.path
+  FROM reclaim_confirmed_retirements r
+  JOIN listed l ON r.path = ANY (l.retiring)
