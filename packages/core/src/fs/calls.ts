@@ -11,7 +11,6 @@ import {
   rmdir as rmdirCb,
   stat as statCb,
   unlink as unlinkCb,
-  type Dirent,
   type Stats,
 } from "node:fs";
 
@@ -21,8 +20,6 @@ const call = <R>(run: (done: (error: NodeJS.ErrnoException | null, result: R) =>
 export const lstat = (at: string) => call<Stats>((done) => lstatCb(at, done));
 export const stat = (at: string) => call<Stats>((done) => statCb(at, done));
 export const readdir = (at: string) => call<string[]>((done) => readdirCb(at, done));
-export const readdirEntries = (at: string) =>
-  call<Dirent[]>((done) => readdirCb(at, { withFileTypes: true }, done));
 export const rename = (from: string, to: string) =>
   call<void>((done) => renameCb(from, to, (error) => done(error, undefined)));
 export const rmdir = (at: string) => call<void>((done) => rmdirCb(at, (error) => done(error, undefined)));
