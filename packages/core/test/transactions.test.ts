@@ -13,6 +13,8 @@ import {
   pgTransaction,
   poolOf,
   prismaTransaction,
+  readCursor,
+  writeCursor,
   runJob,
   silentLogger,
   systemClock,
@@ -159,4 +161,30 @@ it("an idle platform connection that PostgreSQL ends is dropped from the pool, b
   } finally {
     await fresh.$disconnect();
   }
+});
+
+it("a walk's cursor written in a check's transaction commits and rolls back with it, on its own connection", async () => {
+  const key = { domain: ID, scope: randomUUID() };
+  const now = new Date();
+  await prismaTransaction(db, async (tx, client) => {
+    expect(client).not.toBeNull();
+    await writeCursor(tx, key, "folders", "run-0042", now);
+    // Inside the transaction: visible to it, not to another session.
+    expect(await readCursor(tx, key, "folders")).toBe("run-0042");
+    const { rows } = await other.query("SELECT value FROM reclaim_cursors WHERE company_id = $1", [
+      key.scope,
+    ]);
+    expect(rows).toEqual([]);
+  });
+  expect(await readCursor(db, key, "folders")).toBe("run-0042");
+  await expect(
+    prismaTransaction(db, async (tx) => {
+      await writeCursor(tx, key, "folders", "run-0099", now);
+      throw new Error("check failed");
+    }),
+  ).rejects.toThrow("check failed");
+  expect(await readCursor(db, key, "folders")).toBe("run-0042");
+  // null clears it, outside a transaction too.
+  await writeCursor(db, key, "folders", null, now);
+  expect(await readCursor(db, key, "folders")).toBeNull();
 });

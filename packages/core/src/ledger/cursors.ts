@@ -1,16 +1,22 @@
 /**
  * Continuation cursors (table reclaim_cursors): where the next batch of a domain and scope
  * resumes, one per named walk (`folders`, `leftovers`, ...), so a stuck entry in one walk
- * never blocks another.
+ * never blocks another. Read and written as prepared statements (db/statements.ts): inside a
+ * check's transaction on that transaction's own connection, otherwise on the client's pool;
+ * every batch of a walking domain reads and writes them, and Prisma compiles each of its calls.
  */
-import type { Db, Tx } from "../db";
+import { connectionOf, runStatementIn, statement, type Db, type Tx } from "../db";
 import type { LedgerKey } from "./deadlines";
 
+const READ_CURSOR = statement(__dirname, "read-cursor.sql");
+const WRITE_CURSOR = statement(__dirname, "write-cursor.sql");
+
+/** A client as itself; a check's transaction as its own connection, where it can be told. */
+const on = (db: Db | Tx) => ("$transaction" in db ? db : (connectionOf(db) ?? db));
+
 export async function readCursor(db: Db | Tx, key: LedgerKey, name: string): Promise<string | null> {
-  const row = await db.reclaimCursor.findUnique({
-    where: { domain_companyId_name: { domain: key.domain, companyId: key.scope, name } },
-  });
-  return row?.value ?? null;
+  const rows = await runStatementIn<{ value: string }>(on(db), READ_CURSOR, [key.domain, key.scope, name]);
+  return rows[0]?.value ?? null;
 }
 
 /** `null` clears the cursor: the walk starts from the beginning next time. */
@@ -21,14 +27,5 @@ export async function writeCursor(
   value: string | null,
   now: Date,
 ): Promise<void> {
-  const id = { domain: key.domain, companyId: key.scope, name };
-  if (value === null) {
-    await db.reclaimCursor.deleteMany({ where: id });
-    return;
-  }
-  await db.reclaimCursor.upsert({
-    where: { domain_companyId_name: id },
-    create: { ...id, value, updatedAt: now },
-    update: { value, updatedAt: now },
-  });
+  await runStatementIn(on(db), WRITE_CURSOR, [key.domain, key.scope, name, value, now]);
 }
