@@ -256,14 +256,14 @@ describe("batch limits", () => {
     expect(second).toMatchObject({ checked: 30, nextCursor: null });
   });
 
-  it("a dry run checks up to 200 folders per batch, candidates included: it removes none", async () => {
+  it("a dry run's batches are the real run's: it stops at the 50 candidates a real batch would remove, and removes none", async () => {
     const company = randomUUID();
-    for (let i = 0; i < 230; i++)
+    for (let i = 0; i < 60; i++)
       await makeFolder(stack, await insertRun(stack, { companyId: company }), 10, 0);
     const first = await sweep(stack, company, { dryRun: true });
-    expect(first).toMatchObject({ checked: 200, candidates: 200, removed: 0 });
+    expect(first).toMatchObject({ checked: 50, candidates: 50, removed: 0 });
     const second = await sweep(stack, company, { dryRun: true, cursor: first.nextCursor });
-    expect(second).toMatchObject({ checked: 30, candidates: 30, nextCursor: null });
+    expect(second).toMatchObject({ checked: 10, candidates: 10, nextCursor: null });
   });
 
   it("deadline jobs chain through a full batch at once, with their own cursor", async () => {

@@ -40,7 +40,7 @@ import {
 import { INSTANCE_SCOPE } from "../../ledger";
 import { recordedProcessIsLive } from "../../process/liveness";
 import type { JobContext } from "../types";
-import { candidatesPerBatch, LIMITS, SYNC_DIR, type NativeWorkspaceSyncConfig } from "./config";
+import { LIMITS, SYNC_DIR, type NativeWorkspaceSyncConfig } from "./config";
 import { companyRunsInOrder, runOwners, runStates } from "./queries";
 import { unavailableRules } from "../sources";
 import { judgeFolder, mayBeRemovable, SOURCES, type Verdict } from "./rules";
@@ -143,14 +143,14 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
   }
 
   // What this batch can examine: apply stops at the first candidate past those it can lock
-  // (50; a dry run, which removes nothing, 200), so the folders from the next one that can be
+  // (50, a dry run too: it reports what the real batch would), so the folders from the next one that can be
   // removable at all on wait for the next batch. (A folder that turns out kept only makes this
   // batch smaller.) Only the folders that cannot be removable are surveyed here.
   const batch: typeof mine = [];
   let removable = 0;
   for (const folder of mine) {
     if (batch.length >= LIMITS.foldersPerBatch) break;
-    if (folder.mayBeRemovable && removable++ >= candidatesPerBatch(ctx.dryRun)) break;
+    if (folder.mayBeRemovable && removable++ >= LIMITS.removalsPerBatch) break;
     batch.push(folder);
   }
   const surveys = new Map(
@@ -208,7 +208,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
   //    it too, so it reports a folder whose lock is held as skipped, as the real run would.
   const candidates = toJudge
     .filter((f) => first.get(f.name)!.remove)
-    .slice(0, candidatesPerBatch(ctx.dryRun))
+    .slice(0, LIMITS.removalsPerBatch)
     .map((f) => f.name);
   const lockable = new Set(candidates);
   const owned = await tryLockMany(tx, LOCK_NAMESPACES.nativeRunFinalization, candidates);

@@ -48,12 +48,5 @@ export const LIMITS = {
   discoveryChunk: 200,
 } as const;
 
-/**
- * Candidates a batch locks and judges: as many as it may remove; a dry run removes none, so
- * as many as it checks.
- */
-export const candidatesPerBatch = (dryRun: boolean): number =>
-  dryRun ? LIMITS.foldersPerBatch : LIMITS.removalsPerBatch;
-
 /** Where runs write their folders, under the instance root. */
 export const SYNC_DIR = "native-workspace-sync";
