@@ -185,6 +185,28 @@ function emptyReport(jobId: string, at: Date) {
   };
 }
 
+/** `n` ledger keys of `domain`, each due a minute ago (one row each); their scopes. */
+async function dueBacklog(domain: string, n: number): Promise<string[]> {
+  const scopes = Array.from({ length: n }, () => randomUUID());
+  await poolOf(db).query(
+    `INSERT INTO reclaim_deadlines (domain, company_id, reason, due_at, version, created_at, updated_at)
+     SELECT $1, s, 'event', now() - interval '1 minute', 1, now(), now() FROM unnest($2::text[]) AS s`,
+    [domain, scopes],
+  );
+  return scopes;
+}
+
+/** Every node of the plan an `EXPLAIN (FORMAT JSON)` returned, depth first. */
+function planNodes(rows: { "QUERY PLAN": unknown }[]): Record<string, unknown>[] {
+  const nodes: Record<string, unknown>[] = [];
+  const walk = (node: Record<string, unknown>) => {
+    nodes.push(node);
+    for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
+  };
+  walk((rows[0]!["QUERY PLAN"] as { Plan: Record<string, unknown> }[])[0]!.Plan);
+  return nodes;
+}
+
 describe("the ledger claim", () => {
   it("consumes exactly the rows a job saw, and keeps a row requested again while the job ran", async () => {
     const scope = randomUUID();
@@ -279,13 +301,8 @@ describe("the ledger claim", () => {
     // retention: a settlement must find its claims, its prunes and its key's next deadline by
     // index, never by reading these tables through.
     const domain = `settle-scan-${randomUUID()}`;
-    const scopes = Array.from({ length: 3000 }, () => randomUUID());
+    const scopes = await dueBacklog(domain, 3000);
     const pool = poolOf(db);
-    await pool.query(
-      `INSERT INTO reclaim_deadlines (domain, company_id, reason, due_at, version, created_at, updated_at)
-       SELECT $1, s, 'event', now() - interval '1 minute', 1, now(), now() FROM unnest($2::text[]) AS s`,
-      [domain, scopes],
-    );
     await pool.query(
       `INSERT INTO reclaim_batch_reports (id, job_id, domain, company_id, dry_run, checked, candidates, removed,
          candidate_bytes, reclaimed_bytes, skipped, entries, started_at, finished_at)
@@ -337,17 +354,14 @@ describe("the ledger claim", () => {
         );
         await client.query("DEALLOCATE settle_plan");
         // Every scan of one of Reclaim's tables, with the rows it read (returned and filtered out).
-        const scans: [string, string, number][] = [];
-        const walk = (node: Record<string, unknown>) => {
-          const relation = node["Relation Name"];
-          if (String(node["Node Type"]).includes("Scan") && typeof relation === "string") {
-            const loops = Number(node["Actual Loops"] ?? 1);
-            const read = (Number(node["Actual Rows"]) + Number(node["Rows Removed by Filter"] ?? 0)) * loops;
-            scans.push([relation, String(node["Node Type"]), read]);
-          }
-          for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
-        };
-        walk((rows[0]!["QUERY PLAN"] as { Plan: Record<string, unknown> }[])[0]!.Plan);
+        const scans = planNodes(rows)
+          .filter((n) => String(n["Node Type"]).includes("Scan") && typeof n["Relation Name"] === "string")
+          .map((n): [string, string, number] => [
+            String(n["Relation Name"]),
+            String(n["Node Type"]),
+            (Number(n["Actual Rows"]) + Number(n["Rows Removed by Filter"] ?? 0)) *
+              Number(n["Actual Loops"] ?? 1),
+          ]);
         expect({ mode, large: scans.filter(([, , read]) => read > 4) }).toEqual({ mode, large: [] });
         // What it did, all by index: claims consumed (one moved to its new due time), two rows stored.
         const left = await pool.query<{ company_id: string; reason: string }>(
@@ -379,13 +393,8 @@ describe("the ledger claim", () => {
     // 3,000 keys of one domain due now, as after a burst of events, of a domain the table's
     // statistics have not seen yet.
     const domain = `backlog-${randomUUID()}`;
-    const scopes = Array.from({ length: 3000 }, () => randomUUID());
+    const scopes = await dueBacklog(domain, 3000);
     const pool = poolOf(db);
-    await pool.query(
-      `INSERT INTO reclaim_deadlines (domain, company_id, reason, due_at, version, created_at, updated_at)
-       SELECT $1, s, 'event', now() - interval '1 minute', 1, now(), now() FROM unnest($2::text[]) AS s`,
-      [domain, scopes],
-    );
     const client = await pool.connect();
     try {
       for (const mode of ["force_custom_plan", "force_generic_plan"]) {
@@ -402,17 +411,7 @@ describe("the ledger claim", () => {
             `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE ${name} ${params.replace(/\$1/g, `'${scopes[1500]}'`).replace(/\$2/g, `'${domain}'`)}`,
           );
           await client.query(`DEALLOCATE ${name}`);
-          const scans: {
-            "Relation Name"?: string;
-            "Index Name"?: string;
-            "Actual Rows": number;
-            "Rows Removed by Filter"?: number;
-          }[] = [];
-          const walk = (node: Record<string, unknown>) => {
-            if (node["Relation Name"] === "reclaim_deadlines") scans.push(node as (typeof scans)[number]);
-            for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
-          };
-          walk((rows[0]!["QUERY PLAN"] as { Plan: Record<string, unknown> }[])[0]!.Plan);
+          const scans = planNodes(rows).filter((n) => n["Relation Name"] === "reclaim_deadlines");
           expect({
             mode,
             file,
