@@ -22,17 +22,10 @@ const RUN_STATE = statement(__dirname, "run-state.sql");
  */
 const knownOwners = new Map<string, string>();
 const KNOWN_OWNERS_MAX = 100_000;
-/** One string per company id (the rows bring a copy each). */
-const companies = new Map<string, string>();
 
 function remember(runId: string, companyId: string): void {
-  if (knownOwners.size >= KNOWN_OWNERS_MAX) {
-    knownOwners.clear();
-    companies.clear();
-  }
-  let company = companies.get(companyId);
-  if (company === undefined) companies.set(companyId, (company = companyId));
-  knownOwners.set(runId, company);
+  if (knownOwners.size >= KNOWN_OWNERS_MAX) knownOwners.clear();
+  knownOwners.set(runId, companyId);
 }
 
 export async function runOwners(db: Db, runIds: string[]): Promise<Map<string, string>> {
