@@ -66,6 +66,8 @@ beforeAll(async () => {
     ]),
   );
   await stack.startWorker({ faults: FaultPoints.of(handlers) });
+  // The start-up checks look at everything on disk: they finish before a test's fixtures exist.
+  await stack.idle();
   await reportLive(stack);
 });
 afterAll(async () => stack?.stop());

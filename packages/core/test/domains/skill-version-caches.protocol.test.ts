@@ -48,6 +48,8 @@ beforeAll(async () => {
     ]),
   );
   await stack.startWorker({ faults: FaultPoints.of(handlers) });
+  // The start-up checks look at everything on disk: they finish before a test's fixtures exist.
+  await stack.idle();
 });
 afterAll(async () => stack?.stop());
 afterEach(() => armed.clear());
