@@ -186,14 +186,75 @@ function emptyReport(jobId: string, at: Date) {
 }
 
 /** `n` ledger keys of `domain`, each due a minute ago (one row each); their scopes. */
-async function dueBacklog(domain: string, n: number): Promise<string[]> {
+async function dueBacklog(domain: string, n: number, target: Db = db): Promise<string[]> {
   const scopes = Array.from({ length: n }, () => randomUUID());
-  await poolOf(db).query(
+  await poolOf(target).query(
     `INSERT INTO reclaim_deadlines (domain, company_id, reason, due_at, version, created_at, updated_at)
      SELECT $1, s, 'event', now() - interval '1 minute', 1, now(), now() FROM unnest($2::text[]) AS s`,
     [domain, scopes],
   );
   return scopes;
+}
+
+/** A report row and hourly and daily rollup rows of `domain` for each of `scopes`, none past retention. */
+async function reportsAndRollups(domain: string, scopes: string[], target: Db = db): Promise<void> {
+  const pool = poolOf(target);
+  await pool.query(
+    `INSERT INTO reclaim_batch_reports (id, job_id, domain, company_id, dry_run, checked, candidates, removed,
+       candidate_bytes, reclaimed_bytes, skipped, entries, started_at, finished_at)
+     SELECT gen_random_uuid(), 'seed', $1, s, false, 0, 0, 0, 0, 0, '{}', '[]', now(), now()
+       FROM unnest($2::text[]) AS s`,
+    [domain, scopes],
+  );
+  for (const [table, column, unit] of [
+    ["reclaim_report_stats", "hour", "hour"],
+    ["reclaim_report_stats_daily", "day", "day"],
+  ] as const) {
+    await pool.query(
+      `INSERT INTO ${table} (domain, company_id, ${column}, dry_run, outcome, reason, entries, bytes)
+       SELECT $1, s, date_trunc('${unit}', now(), 'UTC'), false, 'removed', '', 1, 1 FROM unnest($2::text[]) AS s`,
+      [domain, scopes],
+    );
+  }
+}
+
+/** The settlements of jobs of `domain` that claimed the keys `scopes` (claimed now) and ask for nothing. */
+function settlementsOf(target: Db, domain: string, scopes: string[], now = new Date()) {
+  return Promise.all(
+    scopes.map(async (scope) => ({
+      claimed: await claimDue(target, { domain, scope }, now),
+      deadlines: [] as DeadlineRequest[],
+      pruneBefore: new Date(now.getTime() - DAY_MS),
+      report: { ...emptyReport(`${domain}--${scope}`, now), domain, scope },
+    })),
+  );
+}
+
+/** settle-jobs.sql's parameters as SQL literals, for an `EXECUTE` by hand. */
+function settlementLiterals(
+  client: { escapeLiteral(value: string): string },
+  settlements: Parameters<typeof settlementValues>[2],
+): string {
+  return settlementValues(
+    settlements.map(() => randomUUID()),
+    0,
+    settlements,
+  )
+    .map((v) =>
+      typeof v === "number" ? String(v) : client.escapeLiteral(v instanceof Date ? v.toISOString() : String(v)),
+    )
+    .join(", ");
+}
+
+/** Every scan of a table in an `EXPLAIN (ANALYZE, FORMAT JSON)` plan, with the rows it read (returned and filtered out). */
+function tableScans(rows: { "QUERY PLAN": unknown }[]): [string, string, number][] {
+  return planNodes(rows)
+    .filter((n) => String(n["Node Type"]).includes("Scan") && typeof n["Relation Name"] === "string")
+    .map((n): [string, string, number] => [
+      String(n["Relation Name"]),
+      String(n["Node Type"]),
+      (Number(n["Actual Rows"]) + Number(n["Rows Removed by Filter"] ?? 0)) * Number(n["Actual Loops"] ?? 1),
+    ]);
 }
 
 /** Every node of the plan an `EXPLAIN (FORMAT JSON)` returned, depth first. */
@@ -302,24 +363,8 @@ describe("the ledger claim", () => {
     // index, never by reading these tables through.
     const domain = `settle-scan-${randomUUID()}`;
     const scopes = await dueBacklog(domain, 3000);
+    await reportsAndRollups(domain, scopes);
     const pool = poolOf(db);
-    await pool.query(
-      `INSERT INTO reclaim_batch_reports (id, job_id, domain, company_id, dry_run, checked, candidates, removed,
-         candidate_bytes, reclaimed_bytes, skipped, entries, started_at, finished_at)
-       SELECT gen_random_uuid(), 'seed', $1, s, false, 0, 0, 0, 0, 0, '{}', '[]', now(), now()
-         FROM unnest($2::text[]) AS s`,
-      [domain, scopes],
-    );
-    for (const [table, column, unit] of [
-      ["reclaim_report_stats", "hour", "hour"],
-      ["reclaim_report_stats_daily", "day", "day"],
-    ] as const) {
-      await pool.query(
-        `INSERT INTO ${table} (domain, company_id, ${column}, dry_run, outcome, reason, entries, bytes)
-         SELECT $1, s, date_trunc('${unit}', now(), 'UTC'), false, 'removed', '', 1, 1 FROM unnest($2::text[]) AS s`,
-        [domain, scopes],
-      );
-    }
     await pool.query(
       "ANALYZE reclaim_deadlines, reclaim_batch_reports, reclaim_report_stats, reclaim_report_stats_daily",
     );
@@ -330,39 +375,19 @@ describe("the ledger claim", () => {
         ["force_generic_plan", scopes.slice(2, 4)],
       ] as const) {
         await client.query(`SET plan_cache_mode = ${mode}`);
-        const now = new Date();
-        const settlements = await Promise.all(
-          mine.map(async (scope, i) => ({
-            claimed: await claimDue(db, { domain, scope }, now),
-            // One job asks for a later deadline of its own key, one leaves nothing due.
-            deadlines: i === 0 ? [{ domain, scope, reason: "recheck", dueAt: inMinutes(5) }] : [],
-            pruneBefore: new Date(now.getTime() - DAY_MS),
-            report: { ...emptyReport(`${domain}--${scope}`, now), domain, scope },
-          })),
-        );
+        const settlements = await settlementsOf(db, domain, mine);
+        // One job asks for a later deadline of its own key, one leaves nothing due.
+        settlements[0]!.deadlines.push({ domain, scope: mine[0]!, reason: "recheck", dueAt: inMinutes(5) });
         expect(settlements.map((s) => s.claimed.length)).toEqual([1, 1]);
-        const values = settlementValues([randomUUID(), randomUUID()], 0, settlements).map((v) =>
-          typeof v === "number"
-            ? String(v)
-            : client.escapeLiteral(v instanceof Date ? v.toISOString() : String(v)),
-        );
         await client.query(
           `PREPARE settle_plan (jsonb, jsonb, timestamptz, int, int, timestamptz, int) AS ${sqlFile(LEDGER_SQL, "settle-jobs.sql")}`,
         );
         const { rows } = await client.query<{ "QUERY PLAN": unknown }>(
-          `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE settle_plan (${values.join(", ")})`,
+          `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE settle_plan (${settlementLiterals(client, settlements)})`,
         );
         await client.query("DEALLOCATE settle_plan");
-        // Every scan of one of Reclaim's tables, with the rows it read (returned and filtered out).
-        const scans = planNodes(rows)
-          .filter((n) => String(n["Node Type"]).includes("Scan") && typeof n["Relation Name"] === "string")
-          .map((n): [string, string, number] => [
-            String(n["Relation Name"]),
-            String(n["Node Type"]),
-            (Number(n["Actual Rows"]) + Number(n["Rows Removed by Filter"] ?? 0)) *
-              Number(n["Actual Loops"] ?? 1),
-          ]);
-        expect({ mode, large: scans.filter(([, , read]) => read > 4) }).toEqual({ mode, large: [] });
+        const large = tableScans(rows).filter(([, , read]) => read > 4);
+        expect({ mode, large }).toEqual({ mode, large: [] });
         // What it did, all by index: claims consumed (one moved to its new due time), two rows stored.
         const left = await pool.query<{ company_id: string; reason: string }>(
           "SELECT company_id, reason FROM reclaim_deadlines WHERE domain = $1 AND company_id = ANY($2)",
@@ -427,6 +452,73 @@ describe("the ledger claim", () => {
       await client.query("RESET plan_cache_mode");
       client.release();
       await pool.query("DELETE FROM reclaim_deadlines WHERE domain = $1", [domain]);
+    }
+  });
+});
+
+describe("plans made while the tables were empty (a young database)", () => {
+  // A connection keeps a generic plan until something invalidates it. Planned on a young
+  // database, whose tables are empty and have never been analyzed, a table scan looks
+  // cheapest; it would read the whole table on every run once the table had grown.
+  let young: TestDatabase;
+  let youngDb: Db;
+  beforeEach(async () => {
+    young = await createTestDatabase();
+    youngDb = createDb(young.url);
+  });
+  afterEach(async () => {
+    await youngDb.$disconnect();
+    await young.drop();
+  });
+
+  it("the settlement connection never plans a table scan: its plan from the first settlement reads only the rows it settles once the tables have grown", async () => {
+    const domain = `young-${randomUUID()}`;
+    // The first settlement of the process prepares and plans the statement, on empty tables.
+    await settleJob(youngDb, (await settlementsOf(youngDb, domain, [randomUUID()]))[0]!);
+    const scopes = await dueBacklog(domain, 3000, youngDb);
+    await reportsAndRollups(domain, scopes, youngDb);
+    const settlements = await settlementsOf(youngDb, domain, scopes.slice(0, 2));
+    expect(settlements.map((s) => s.claimed.length)).toEqual([1, 1]);
+    // Its one connection, with the plan it cached then.
+    const client = await settlePoolOf(youngDb).connect();
+    try {
+      const { rows: prepared } = await client.query<{ name: string }>(
+        "SELECT name FROM pg_prepared_statements WHERE name LIKE '%settle-jobs.sql'",
+      );
+      expect(prepared).toHaveLength(1);
+      await client.query("BEGIN");
+      const { rows } = await client.query<{ "QUERY PLAN": unknown }>(
+        `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE "${prepared[0]!.name}" (${settlementLiterals(client, settlements)})`,
+      );
+      await client.query("ROLLBACK");
+      expect(tableScans(rows).filter(([, , read]) => read > 4)).toEqual([]);
+    } finally {
+      client.release();
+    }
+  });
+
+  it("a sync reads each key's earliest deadline by the primary key, under a plan made while the ledger was empty", async () => {
+    const domain = `young-${randomUUID()}`;
+    const client = await poolOf(youngDb).connect();
+    try {
+      await client.query("SET plan_cache_mode = force_generic_plan");
+      await client.query(`PREPARE earliest (text[], text[]) AS ${sqlFile(LEDGER_SQL, "earliest-due.sql")}`);
+      await client.query("EXECUTE earliest ('{}', '{}')");
+      const scopes = await dueBacklog(domain, 3000, youngDb);
+      const asked = [scopes[10]!, scopes[20]!, randomUUID()];
+      const keys = `${client.escapeLiteral(`{${asked.map(() => domain).join(",")}}`)}, ${client.escapeLiteral(`{${asked.join(",")}}`)}`;
+      const { rows } = await client.query<{ "QUERY PLAN": unknown }>(
+        `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE earliest (${keys})`,
+      );
+      // One lookup per key asked for (EXPLAIN rounds each lookup's rows: at most one each).
+      const scans = tableScans(rows);
+      expect(scans.map(([table, type]) => [table, type])).toEqual([["reclaim_deadlines", "Index Scan"]]);
+      expect(scans[0]![2]).toBeLessThanOrEqual(asked.length);
+      const { rows: due } = await client.query<{ scope: string }>(`EXECUTE earliest (${keys})`);
+      expect(due.map((r) => r.scope).sort()).toEqual([scopes[10], scopes[20]].sort());
+    } finally {
+      await client.query("DEALLOCATE ALL; RESET plan_cache_mode");
+      client.release();
     }
   });
 });
