@@ -4,6 +4,7 @@
  * (the machine is noisy); they are not part of the test suite.
  */
 import { randomBytes } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { applyMigrations } from "../packages/core/src/db/migrate";
@@ -148,3 +149,32 @@ export function tallyRedisCommands(): ReadonlyMap<string, number> {
   return counts;
 }
 let redisCommands: Map<string, number> | null = null;
+
+/**
+ * CPU time (µs) used so far by the processes named `name` (Linux /proc), with what their
+ * ended children used (a PostgreSQL backend's time goes to the postmaster when it exits).
+ * The difference of two readings is what the servers did meanwhile; every server of that
+ * name on the machine counts (a private PostgreSQL too). 0 where /proc cannot be read.
+ */
+export function processCpu(name: string): number {
+  const ticks = 1_000_000 / 100;
+  let total = 0;
+  let pids: string[] = [];
+  try {
+    pids = readdirSync("/proc").filter((p) => /^\d+$/.test(p));
+  } catch {
+    return 0;
+  }
+  for (const pid of pids) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== name) continue;
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      // utime, stime, cutime, cstime (fields 14-17 of stat; 11-14 after the name).
+      total += (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * ticks;
+    } catch {
+      // Ended meanwhile: its time is its parent's now.
+    }
+  }
+  return total;
+}

@@ -79,6 +79,13 @@ async function start(): Promise<() => Promise<void>> {
 start().then(
   (stop) => {
     process.on("message", (message: { type: string }) => {
+      if (message.type === "mark") {
+        // The warm-up is over: CPU and statements count from here.
+        cpuAtStart = process.cpuUsage();
+        statementsAtStart = statementsSent();
+        process.send!({ type: "marked" });
+        return;
+      }
       if (message.type !== "stop") return;
       clearInterval(reporter);
       const cpu = process.cpuUsage(cpuAtStart);

@@ -17,7 +17,7 @@ import { Redis } from "ioredis";
 import pg from "pg";
 import { defineDomain, silentLogger, type AnyDomain, type DomainId } from "../../packages/core/src";
 import { createScheduler, type SchedulerService } from "../../apps/scheduler/src/service";
-import { REDIS_URL, statementsSent, time } from "../support";
+import { processCpu, REDIS_URL, statementsSent, time } from "../support";
 
 /** A reserved id that no real domain implements yet carries the no-op domain. */
 export const NOOP_ID: DomainId = "nested-clone-migration";
@@ -62,6 +62,8 @@ export interface Fleet {
   finished(): number;
   /** Resolves once `n` jobs finished (fails after `timeoutMs`, default 10 minutes). */
   waitFor(n: number, timeoutMs?: number): Promise<void>;
+  /** The children's CPU time and statements count from now on (after a warm-up). */
+  mark(): Promise<void>;
   /** Stops the children: the CPU time (µs) they used and the SQL statements they sent since ready. */
   stop(): Promise<{ cpu: number; statements: number }>;
 }
@@ -122,6 +124,21 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
               },
             };
           }),
+    mark: () =>
+      Promise.all(
+        children.map(
+          (child) =>
+            new Promise<void>((resolve) => {
+              const marked = (message: { type: string }) => {
+                if (message.type !== "marked") return;
+                child.off("message", marked);
+                resolve();
+              };
+              child.on("message", marked);
+              child.send({ type: "mark" });
+            }),
+        ),
+      ).then(() => undefined),
     async stop() {
       const used = await Promise.all(
         children.map(
@@ -160,34 +177,63 @@ export interface Measured {
   /** CPU per job (µs) of the worker processes, and of this process (producer, scheduler). */
   workerCpu: number;
   mainCpu: number;
+  /** CPU per job (µs) of the PostgreSQL and Redis servers (processCpu: the whole machine's). */
+  postgresCpu: number;
+  redisCpu: number;
   /** SQL statements per job (BEGIN and COMMIT included) sent by the workers and by this process. */
   workerStatements: number;
   mainStatements: number;
 }
 
-/** Throughput of a fleet of `mode` workers over `n` jobs; `submit` hands them the jobs. */
+/**
+ * Jobs each fleet runs before it is measured (BENCH_WARMUP): a worker serves for days, so what
+ * is measured is its steady state, not its first seconds (V8 compiling the code, connections
+ * opening, PostgreSQL planning the statements of each connection). The same for every fleet.
+ */
+export const WARMUP = Number(process.env.BENCH_WARMUP ?? 1000);
+
+/**
+ * Throughput of a fleet of `mode` workers over `n` jobs, after WARMUP jobs not counted;
+ * `submit(count)` hands them `count` jobs.
+ */
 export async function measure(
   setup: Setup,
   mode: ChildMode,
   n: number,
-  submit: () => Promise<void>,
+  submit: (count: number) => Promise<void>,
 ): Promise<Measured> {
   const fleet = await startFleet({ ...setup, mode, redisUrl: REDIS_URL });
+  if (WARMUP > 0) {
+    try {
+      await submit(WARMUP);
+      await fleet.waitFor(WARMUP);
+      await fleet.mark();
+    } catch (error) {
+      await fleet.stop();
+      throw error;
+    }
+  }
   const cpu = process.cpuUsage();
+  const servers = { postgres: processCpu("postgres"), redis: processCpu("redis-server") };
   const statements = statementsSent();
   let ms: number;
   let main: NodeJS.CpuUsage;
+  let serversUsed: typeof servers;
   let mainStatements: number;
   let workers: { cpu: number; statements: number };
   try {
     ms = (
       await time(async () => {
-        await submit();
-        await fleet.waitFor(n);
+        await submit(n);
+        await fleet.waitFor(WARMUP + n);
       })
     ).ms;
   } finally {
     main = process.cpuUsage(cpu);
+    serversUsed = {
+      postgres: processCpu("postgres") - servers.postgres,
+      redis: processCpu("redis-server") - servers.redis,
+    };
     mainStatements = statementsSent() - statements;
     workers = await fleet.stop();
   }
@@ -195,14 +241,16 @@ export async function measure(
     rate: n / (ms / 1000),
     workerCpu: workers.cpu / n,
     mainCpu: (main.user + main.system) / n,
+    postgresCpu: serversUsed.postgres / n,
+    redisCpu: serversUsed.redis / n,
     workerStatements: workers.statements / n,
     mainStatements: mainStatements / n,
   };
 }
 
 /** Hands `n` jobs to the bare or floor fleet: one addBulk, as a producer would. */
-export function submitBullmq(setup: Setup, queueName: string, n: number): () => Promise<void> {
-  return async () => {
+export function submitBullmq(setup: Setup, queueName: string): (n: number) => Promise<void> {
+  return async (n) => {
     const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
     const queue = new Queue(queueName, { connection, prefix: setup.prefix });
     await queue.addBulk(

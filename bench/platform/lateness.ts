@@ -21,6 +21,7 @@ import {
   noopDomain,
   postEvents,
   startFleet,
+  WARMUP,
   startScheduler,
   submitBullmq,
   type Setup,
@@ -46,9 +47,16 @@ async function deadlines(setup: Setup, offset: (i: number) => number): Promise<O
   const scheduler = await startScheduler(setup, noopDomain(due));
   const fleet = await startFleet({ ...setup, mode: "reclaim", redisUrl: REDIS_URL });
   const companies = Array.from({ length: N }, () => randomUUID());
-  const firstDue = Date.now() + LEAD_MS;
-  companies.forEach((c, i) => due.set(c, new Date(firstDue + offset(i))));
+  let firstDue = 0;
   try {
+    // The warm-up (fleet.ts WARMUP): jobs due at once, finished before the measured ones are posted.
+    await postEvents(
+      scheduler,
+      Array.from({ length: WARMUP }, () => randomUUID()),
+    );
+    await fleet.waitFor(WARMUP);
+    firstDue = Date.now() + LEAD_MS;
+    companies.forEach((c, i) => due.set(c, new Date(firstDue + offset(i))));
     const before = fleet.finished();
     await postEvents(scheduler, companies);
     await fleet.waitFor(before + N);
@@ -99,7 +107,7 @@ async function main(): Promise<void> {
         "jobs 250 ms late or more": `${spread.lateDue.length}, due within ${new Set(spread.lateDue.map((d) => Math.floor(d / 1000))).size} distinct second(s)${spread.lateDue.length ? ` (+${(spread.lateDue[0]! / 1000).toFixed(1)} s to +${(spread.lateDue.at(-1)! / 1000).toFixed(1)} s)` : ""}`,
       },
     );
-    const floor = await measure(setup, "floor", N, submitBullmq(setup, FLOOR_QUEUE, N));
+    const floor = await measure(setup, "floor", N, submitBullmq(setup, FLOOR_QUEUE));
     const burst = await deadlines(setup, (i) => (i * 1000) / N);
     const drain = N / (burst.drainMs / 1000);
     const ratio = drain / floor.rate;

@@ -61,10 +61,10 @@ const PRIVATE_MAX_CONNECTIONS = Math.max(
 async function reclaim(setup: Setup): Promise<Measured> {
   const scheduler = await startScheduler(setup);
   try {
-    return await measure(setup, "reclaim", N, () =>
+    return await measure(setup, "reclaim", N, (n) =>
       postEvents(
         scheduler,
-        Array.from({ length: N }, () => randomUUID()),
+        Array.from({ length: n }, () => randomUUID()),
       ),
     );
   } finally {
@@ -83,6 +83,8 @@ const NONE: Measured = {
   rate: NaN,
   workerCpu: NaN,
   mainCpu: NaN,
+  postgresCpu: NaN,
+  redisCpu: NaN,
   workerStatements: NaN,
   mainStatements: NaN,
 };
@@ -117,10 +119,10 @@ async function main(): Promise<void> {
         const runs: { bare: Measured; floor: Measured; reclaim: Measured }[] = [];
         for (let r = 0; r < REPEAT; r++) {
           const bare = only("bare")
-            ? await measure(setup, "bare", N, submitBullmq(setup, BARE_QUEUE, N))
+            ? await measure(setup, "bare", N, submitBullmq(setup, BARE_QUEUE))
             : NONE;
           const floor = only("floor")
-            ? await measure(setup, "floor", N, submitBullmq(setup, FLOOR_QUEUE, N))
+            ? await measure(setup, "floor", N, submitBullmq(setup, FLOOR_QUEUE))
             : NONE;
           runs.push({ bare, floor, reclaim: only("reclaim") ? await reclaim(setup) : NONE });
         }
@@ -133,7 +135,7 @@ async function main(): Promise<void> {
         const ratioFloor = median(runs.map((r) => r.reclaim.rate / r.floor.rate));
         const rates = (pick: (r: Run) => Measured) => runs.map((r) => pick(r).rate.toFixed(0)).join(", ");
         const cpu = (pick: (r: Run) => Measured) =>
-          `${median(runs.map((r) => pick(r).workerCpu)).toFixed(0)} workers + ${median(runs.map((r) => pick(r).mainCpu)).toFixed(0)} main`;
+          `${median(runs.map((r) => pick(r).workerCpu)).toFixed(0)} workers + ${median(runs.map((r) => pick(r).mainCpu)).toFixed(0)} main + ${median(runs.map((r) => pick(r).postgresCpu)).toFixed(0)} PostgreSQL + ${median(runs.map((r) => pick(r).redisCpu)).toFixed(0)} Redis`;
         const statements = (pick: (r: Run) => Measured) =>
           `${median(runs.map((r) => pick(r).workerStatements)).toFixed(2)} workers + ${median(runs.map((r) => pick(r).mainStatements)).toFixed(2)} main`;
         report(`no-op jobs: ${processes} worker process(es), concurrency ${concurrency}`, {
