@@ -118,9 +118,7 @@ async function main(): Promise<void> {
           : `private, max_connections ${server!.maxConnections} (the shared server has ${free} connections left; Reclaim's fleet may open ${needed})`;
         const runs: { bare: Measured; floor: Measured; reclaim: Measured }[] = [];
         for (let r = 0; r < REPEAT; r++) {
-          const bare = only("bare")
-            ? await measure(setup, "bare", N, submitBullmq(setup, BARE_QUEUE))
-            : NONE;
+          const bare = only("bare") ? await measure(setup, "bare", N, submitBullmq(setup, BARE_QUEUE)) : NONE;
           const floor = only("floor")
             ? await measure(setup, "floor", N, submitBullmq(setup, FLOOR_QUEUE))
             : NONE;

@@ -241,7 +241,9 @@ function settlementLiterals(
     settlements,
   )
     .map((v) =>
-      typeof v === "number" ? String(v) : client.escapeLiteral(v instanceof Date ? v.toISOString() : String(v)),
+      typeof v === "number"
+        ? String(v)
+        : client.escapeLiteral(v instanceof Date ? v.toISOString() : String(v)),
     )
     .join(", ");
 }
