@@ -2,10 +2,12 @@
  * Deadline lateness: how long after its due time a deadline job starts (the report's
  * started_at, taken when the worker begins the job, minus the due time the event asked for):
  *  - spread: 1,000 deadlines spread evenly over 60 s. Target: p99 under 250 ms;
- *  - burst: 1,000 deadlines due within the same second: p50/p99/max, and the rate the burst
- *    drains at (jobs / (last job's finish - first due time)) against the one-transaction
- *    floor's throughput (throughput.ts) measured in the same run with the same fleet.
- *    Target: at least 0.7x.
+ *  - burst: 1,000 deadlines due at the same instant (so within the same second):
+ *    p50/p99/max, and the rate the burst drains at (jobs / (last job's finish - due time))
+ *    against the one-transaction floor's throughput (throughput.ts) measured in the same run
+ *    with the same fleet. Target: at least 0.7x. (Due times spread over the second would
+ *    bound the drain by their spread, ~1,000 jobs/s, not by the service: a floor faster than
+ *    that could never be matched.)
  * The events are posted 3 s before the first deadline; the scheduler and the worker run
  * their normal code (no-op domain).
  *   npx tsx bench/platform/lateness.ts   (BENCH_DEADLINES=1000, BENCH_SPREAD_MS=60000,
@@ -108,10 +110,10 @@ async function main(): Promise<void> {
       },
     );
     const floor = await measure(setup, "floor", N, submitBullmq(setup, FLOOR_QUEUE));
-    const burst = await deadlines(setup, (i) => (i * 1000) / N);
+    const burst = await deadlines(setup, () => 0);
     const drain = N / (burst.drainMs / 1000);
     const ratio = drain / floor.rate;
-    report(`${N} deadlines due within one second`, {
+    report(`${N} deadlines due at the same instant`, {
       "lateness p50": ms(at(burst.lateness, 0.5)),
       "lateness p99": ms(at(burst.lateness, 0.99)),
       "lateness max": ms(burst.lateness.at(-1)!),
