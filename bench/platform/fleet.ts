@@ -186,9 +186,10 @@ export interface Measured {
 }
 
 /**
- * Jobs each fleet runs before it is measured (BENCH_WARMUP): a worker serves for days, so what
- * is measured is its steady state, not its first seconds (V8 compiling the code, connections
- * opening, PostgreSQL planning the statements of each connection). The same for every fleet.
+ * Jobs per worker process a fleet runs before it is measured (BENCH_WARMUP): a worker serves
+ * for days, so what is measured is its steady state, not its first seconds (V8 compiling the
+ * code, connections opening, PostgreSQL planning the statements of each connection). The
+ * same for every fleet.
  */
 export const WARMUP = Number(process.env.BENCH_WARMUP ?? 1000);
 
@@ -203,10 +204,11 @@ export async function measure(
   submit: (count: number) => Promise<void>,
 ): Promise<Measured> {
   const fleet = await startFleet({ ...setup, mode, redisUrl: REDIS_URL });
-  if (WARMUP > 0) {
+  const warmup = WARMUP * setup.processes;
+  if (warmup > 0) {
     try {
-      await submit(WARMUP);
-      await fleet.waitFor(WARMUP);
+      await submit(warmup);
+      await fleet.waitFor(warmup);
       await fleet.mark();
     } catch (error) {
       await fleet.stop();
@@ -225,7 +227,7 @@ export async function measure(
     ms = (
       await time(async () => {
         await submit(n);
-        await fleet.waitFor(WARMUP + n);
+        await fleet.waitFor(warmup + n);
       })
     ).ms;
   } finally {
