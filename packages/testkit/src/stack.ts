@@ -100,83 +100,91 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const env = stackEnv(database, prefix, root.path, options.env);
   const log = options.log ?? silentLogger;
   const db = createDb(database.url, { max: 4 });
-  if (options.seed) await options.seed({ instanceRoot: root.path, db });
-  const scheduler = await createScheduler({ env, clock: options.clock, log });
   const workers: WorkerService[] = [];
-
-  const startWorker = async (extra: Pick<StackOptions, "faults" | "env"> = {}) => {
-    const worker = createWorkerService({
-      env: { ...env, ...extra.env },
-      clock: options.clock,
-      log,
-      faults: extra.faults ?? options.faults,
-    });
-    await worker.start();
-    workers.push(worker);
-    return worker;
+  let started: SchedulerService | null = null;
+  // Everything this stack made, released in reverse order: by stop(), and by a start that fails
+  // (a refused configuration), so that no database, Redis keys or files are left behind.
+  const release = async () => {
+    for (const w of workers) await w.stop();
+    await started?.stop();
+    await db.$disconnect();
+    await deleteKeys(prefix);
+    await database.drop();
+    await root.remove();
   };
-  const worker = options.worker === false ? null : await startWorker();
-  await scheduler.started;
-  const idle = () =>
-    waitFor(
-      async () => {
-        for (const id of scheduler.deps.domains.keys()) {
-          const c = await scheduler.deps.queues.queue(id).getJobCounts("waiting", "prioritized", "active");
-          if ((c.waiting ?? 0) + (c.prioritized ?? 0) + (c.active ?? 0) > 0) return false;
-        }
-        return true;
-      },
-      { what: "idle queues" },
-    ).then(() => undefined);
-  // Start-up checks run before a test begins, so they never race its fixtures.
-  if (worker) await idle();
-
-  return {
-    env,
-    db,
-    database,
-    instanceRoot: root.path,
-    prefix,
-    scheduler,
-    worker,
-    startWorker,
-    idle,
-    async api(method, url, body, { token = TEST_TOKEN } = {}) {
-      const response = await scheduler.app.inject({
-        method,
-        url,
-        ...(body === undefined ? {} : { payload: body as object }),
-        headers: token === null ? {} : { authorization: `Bearer ${token}` },
+  try {
+    if (options.seed) await options.seed({ instanceRoot: root.path, db });
+    const scheduler = (started = await createScheduler({ env, clock: options.clock, log }));
+    const startWorker = async (extra: Pick<StackOptions, "faults" | "env"> = {}) => {
+      const worker = createWorkerService({
+        env: { ...env, ...extra.env },
+        clock: options.clock,
+        log,
+        faults: extra.faults ?? options.faults,
       });
-      let parsed: unknown = undefined;
-      try {
-        parsed = response.json();
-      } catch {
-        parsed = undefined;
-      }
-      return { status: response.statusCode, body: parsed, headers: response.headers, text: response.body };
-    },
-    async waitForReports(domain, enough, timeoutMs = 20_000) {
-      return waitFor(
+      await worker.start();
+      workers.push(worker);
+      return worker;
+    };
+    const worker = options.worker === false ? null : await startWorker();
+    await scheduler.started;
+    const idle = () =>
+      waitFor(
         async () => {
-          const rows = await db.reclaimBatchReport.findMany({
-            where: { domain },
-            orderBy: { finishedAt: "desc" },
-          });
-          const { toBatchReport } = await import("@reclaim/core");
-          const reports = rows.map((r) => toBatchReport(r, true));
-          return enough(reports) ? reports : null;
+          for (const id of scheduler.deps.domains.keys()) {
+            const c = await scheduler.deps.queues.queue(id).getJobCounts("waiting", "prioritized", "active");
+            if ((c.waiting ?? 0) + (c.prioritized ?? 0) + (c.active ?? 0) > 0) return false;
+          }
+          return true;
         },
-        { timeoutMs, what: `reports of ${domain}` },
-      );
-    },
-    async stop() {
-      for (const w of workers) await w.stop();
-      await scheduler.stop();
-      await db.$disconnect();
-      await deleteKeys(prefix);
-      await database.drop();
-      await root.remove();
-    },
-  };
+        { what: "idle queues" },
+      ).then(() => undefined);
+    // Start-up checks run before a test begins, so they never race its fixtures.
+    if (worker) await idle();
+
+    return {
+      env,
+      db,
+      database,
+      instanceRoot: root.path,
+      prefix,
+      scheduler,
+      worker,
+      startWorker,
+      idle,
+      async api(method, url, body, { token = TEST_TOKEN } = {}) {
+        const response = await scheduler.app.inject({
+          method,
+          url,
+          ...(body === undefined ? {} : { payload: body as object }),
+          headers: token === null ? {} : { authorization: `Bearer ${token}` },
+        });
+        let parsed: unknown = undefined;
+        try {
+          parsed = response.json();
+        } catch {
+          parsed = undefined;
+        }
+        return { status: response.statusCode, body: parsed, headers: response.headers, text: response.body };
+      },
+      async waitForReports(domain, enough, timeoutMs = 20_000) {
+        return waitFor(
+          async () => {
+            const rows = await db.reclaimBatchReport.findMany({
+              where: { domain },
+              orderBy: { finishedAt: "desc" },
+            });
+            const { toBatchReport } = await import("@reclaim/core");
+            const reports = rows.map((r) => toBatchReport(r, true));
+            return enough(reports) ? reports : null;
+          },
+          { timeoutMs, what: `reports of ${domain}` },
+        );
+      },
+      stop: release,
+    };
+  } catch (error) {
+    await release();
+    throw error;
+  }
 }
