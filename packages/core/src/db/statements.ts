@@ -46,10 +46,16 @@ export async function runStatement<R extends object>(
 }
 
 /**
- * `runStatement` on a connection or pool, on the pool of a client made by `createDb`, or
- * through a Prisma transaction whose connection could not be told (`prismaTransaction`): the
- * same SQL, unprepared, in that case. Columns that pg and Prisma would decode differently
- * (bigint) should be cast to text in the statement.
+ * The connection of each transaction begun by `prismaTransaction` (a job's check), so a
+ * check's fixed SQL runs as a prepared statement inside that very transaction (`runStatementIn`).
+ */
+const connections = new WeakMap<Tx, pg.PoolClient>();
+
+/**
+ * `runStatement` on a connection or pool, on the pool of a client made by `createDb`, or in a
+ * Prisma transaction: on that transaction's own connection where it can be told
+ * (`prismaTransaction`), else through `tx` (the same SQL, unprepared). Columns that pg and
+ * Prisma would decode differently (bigint) should be cast to text in the statement.
  */
 export async function runStatementIn<R extends object>(
   on: Queryable | Db | Tx,
@@ -58,6 +64,8 @@ export async function runStatementIn<R extends object>(
 ): Promise<R[]> {
   if (on instanceof pg.Pool || on instanceof pg.Client) return runStatement<R>(on, statement, values);
   if ("$transaction" in on) return runStatement<R>(poolOf(on), statement, values);
+  const own = connections.get(on);
+  if (own) return runStatement<R>(own, statement, values);
   return on.$queryRawUnsafe<R[]>(statement.text, ...values);
 }
 
@@ -143,15 +151,4 @@ export function prismaTransaction<T>(
       return fn(tx, own);
     }),
   );
-}
-
-const connections = new WeakMap<Tx, pg.PoolClient>();
-
-/**
- * The connection of a transaction begun by `prismaTransaction` (a job's check), so a check's
- * fixed SQL runs as a prepared statement inside that very transaction:
- * `runStatementIn(connectionOf(tx) ?? tx, STATEMENT, values)`. Null when it cannot be told.
- */
-export function connectionOf(tx: Tx): pg.PoolClient | null {
-  return connections.get(tx) ?? null;
 }

@@ -5,17 +5,14 @@
  * check's transaction on that transaction's own connection, otherwise on the client's pool;
  * every batch of a walking domain reads and writes them, and Prisma compiles each of its calls.
  */
-import { connectionOf, runStatementIn, statement, type Db, type Tx } from "../db";
+import { runStatementIn, statement, type Db, type Tx } from "../db";
 import type { LedgerKey } from "./deadlines";
 
 const READ_CURSOR = statement(__dirname, "read-cursor.sql");
 const WRITE_CURSOR = statement(__dirname, "write-cursor.sql");
 
-/** A client as itself; a check's transaction as its own connection, where it can be told. */
-const on = (db: Db | Tx) => ("$transaction" in db ? db : (connectionOf(db) ?? db));
-
 export async function readCursor(db: Db | Tx, key: LedgerKey, name: string): Promise<string | null> {
-  const rows = await runStatementIn<{ value: string }>(on(db), READ_CURSOR, [key.domain, key.scope, name]);
+  const rows = await runStatementIn<{ value: string }>(db, READ_CURSOR, [key.domain, key.scope, name]);
   return rows[0]?.value ?? null;
 }
 
@@ -27,5 +24,5 @@ export async function writeCursor(
   value: string | null,
   now: Date,
 ): Promise<void> {
-  await runStatementIn(on(db), WRITE_CURSOR, [key.domain, key.scope, name, value, now]);
+  await runStatementIn(db, WRITE_CURSOR, [key.domain, key.scope, name, value, now]);
 }

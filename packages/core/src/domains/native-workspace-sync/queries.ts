@@ -5,7 +5,7 @@
  * compiler would spend several times the query's own time on. The checks' reads run in the
  * job's Prisma transaction, on its connection (runStates).
  */
-import { connectionOf, runStatementIn, type Db, type Tx } from "../../db";
+import { runStatementIn, type Db, type Tx } from "../../db";
 import { statement } from "../../db/sql";
 import type { RunState } from "./rules";
 
@@ -82,6 +82,6 @@ export async function companyRunsInOrder(
  */
 export async function runStates(tx: Tx, runIds: string[]): Promise<Map<string, RunState>> {
   if (runIds.length === 0) return new Map();
-  const rows = await runStatementIn<RunState>(connectionOf(tx) ?? tx, RUN_STATE, [JSON.stringify(runIds)]);
+  const rows = await runStatementIn<RunState>(tx, RUN_STATE, [JSON.stringify(runIds)]);
   return new Map(rows.map((r) => [r.id, r]));
 }
