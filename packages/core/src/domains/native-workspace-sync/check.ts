@@ -6,13 +6,13 @@
  *   (company: its runs' folders, with their status and finish, asking PostgreSQL only about
  *   names this process has not seen (queries.ts); instance: folders with no run, plus start-up
  *   deadline discovery for every company that has folders); take those this batch can examine
- *   (at most 200, and none from the 51st that can be removable at all on; a dry run, which
- *   removes nothing, up to 200 of those too) and survey the ones whose run's status and finish
- *   already keep them, a few at once.
+ *   (at most 200, and none from the 51st that can be removable at all on; a dry run too, so its
+ *   batches are the real run's) and survey the ones whose run's status and finish already keep
+ *   them, a few at once.
  * apply (the job's transaction, company lock): judge every folder on its run's state read
  *   without a lock (one query; a folder not surveyed yet on its run's state alone); most are
- *   kept, and a folder its run keeps is never locked. For the candidates (at most 50; a dry
- *   run 200) take each run's finalization ownership lock in one query (held elsewhere: skip,
+ *   kept, and a folder its run keeps is never locked. For the candidates (at most 50) take
+ *   each run's finalization ownership lock in one query (held elsewhere: skip,
  *   retry in 15 minutes), held until commit; read their run state again and survey each folder
  *   under it (a folder surveyed before the lock is surveyed again), with the kept folders not
  *   surveyed yet (for the report), a few at once; judge again (rules.ts), and rename the
@@ -142,10 +142,10 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
     mine = runs.map((run) => ({ name: run.id, mayBeRemovable: mayBeRemovable(run, judge) }));
   }
 
-  // What this batch can examine: apply stops at the first candidate past those it can lock
-  // (50, a dry run too: it reports what the real batch would), so the folders from the next one that can be
-  // removable at all on wait for the next batch. (A folder that turns out kept only makes this
-  // batch smaller.) Only the folders that cannot be removable are surveyed here.
+  // What this batch can examine: apply stops at the first candidate past the 50 it can lock (a
+  // dry run too: it reports what the real batch would), so the folders from the 51st that can
+  // be removable at all on wait for the next batch. (A folder that turns out kept only makes
+  // this batch smaller.) Only the folders that cannot be removable are surveyed here.
   const batch: typeof mine = [];
   let removable = 0;
   for (const folder of mine) {
@@ -171,6 +171,9 @@ const surveyOptions = (ctx: Ctx) => ({
   each: () => ctx.faults.hit("native-workspace-sync.surveyed"),
 });
 
+/** A survey that found a real directory and walked it. */
+const isFolder = (f: FolderSurvey) => f.kind === "directory" && f.stats !== null;
+
 /** No file at all: a verdict on the run's state alone (judgeFolder checks the folder first). */
 const NO_FILES = { newestMtimeMs: -Infinity };
 
@@ -187,7 +190,6 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     isLive: recordedProcessIsLive,
     unavailable,
   };
-  const isFolder = (f: FolderSurvey) => f.kind === "directory" && f.stats !== null;
   // Surveys by name: those taken before the transaction, then the ones below.
   const surveys = new Map<string, FolderSurvey>();
   for (const { name, survey } of prepared.folders) if (survey !== null) surveys.set(name, survey);
@@ -354,7 +356,7 @@ function reportNotAFolder(ctx: Ctx, id: string, survey: FolderSurvey, companyId?
     ctx.report.note(id, "vanished", extra);
     return false;
   }
-  if (survey.kind !== "directory" || survey.stats === null) {
+  if (!isFolder(survey)) {
     ctx.report.skip(id, survey.kind === "symlink" ? "symlink" : "not_a_directory", extra);
     return false;
   }
