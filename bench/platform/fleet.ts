@@ -62,8 +62,11 @@ export interface Fleet {
   finished(): number;
   /** Resolves once `n` jobs finished (fails after `timeoutMs`, default 10 minutes). */
   waitFor(n: number, timeoutMs?: number): Promise<void>;
-  /** The children's CPU time and statements count from now on (after a warm-up). */
-  mark(): Promise<void>;
+  /**
+   * Runs WARMUP jobs per process, handed over by `submit(count)`, then counts the children's
+   * CPU time and statements from there; resolves with the jobs it ran.
+   */
+  warmUp(submit: (count: number) => Promise<void>): Promise<number>;
   /** Stops the children: the CPU time (µs) they used and the SQL statements they sent since ready. */
   stop(): Promise<{ cpu: number; statements: number }>;
 }
@@ -106,7 +109,23 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
     );
   }
   await Promise.all(ready);
-  return {
+  /** The children's CPU time and statements count from now on (after a warm-up). */
+  const mark = () =>
+    Promise.all(
+      children.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            const marked = (message: { type: string }) => {
+              if (message.type !== "marked") return;
+              child.off("message", marked);
+              resolve();
+            };
+            child.on("message", marked);
+            child.send({ type: "mark" });
+          }),
+      ),
+    ).then(() => undefined);
+  const fleet: Fleet = {
     finished: total,
     waitFor: (n, timeoutMs = 600_000) =>
       total() >= n
@@ -124,21 +143,14 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
               },
             };
           }),
-    mark: () =>
-      Promise.all(
-        children.map(
-          (child) =>
-            new Promise<void>((resolve) => {
-              const marked = (message: { type: string }) => {
-                if (message.type !== "marked") return;
-                child.off("message", marked);
-                resolve();
-              };
-              child.on("message", marked);
-              child.send({ type: "mark" });
-            }),
-        ),
-      ).then(() => undefined),
+    async warmUp(submit) {
+      const count = WARMUP * options.processes;
+      if (count === 0) return 0;
+      await submit(count);
+      await fleet.waitFor(count);
+      await mark();
+      return count;
+    },
     async stop() {
       const used = await Promise.all(
         children.map(
@@ -162,6 +174,7 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
       };
     },
   };
+  return fleet;
 }
 
 export interface Setup {
@@ -204,16 +217,12 @@ export async function measure(
   submit: (count: number) => Promise<void>,
 ): Promise<Measured> {
   const fleet = await startFleet({ ...setup, mode, redisUrl: REDIS_URL });
-  const warmup = WARMUP * setup.processes;
-  if (warmup > 0) {
-    try {
-      await submit(warmup);
-      await fleet.waitFor(warmup);
-      await fleet.mark();
-    } catch (error) {
-      await fleet.stop();
-      throw error;
-    }
+  let warmup: number;
+  try {
+    warmup = await fleet.warmUp(submit);
+  } catch (error) {
+    await fleet.stop();
+    throw error;
   }
   const cpu = process.cpuUsage();
   const servers = { postgres: processCpu("postgres"), redis: processCpu("redis-server") };

@@ -23,7 +23,6 @@ import {
   noopDomain,
   postEvents,
   startFleet,
-  WARMUP,
   startScheduler,
   submitBullmq,
   type Setup,
@@ -52,12 +51,12 @@ async function deadlines(setup: Setup, offset: (i: number) => number): Promise<O
   let firstDue = 0;
   try {
     // The warm-up (fleet.ts WARMUP): jobs due at once, finished before the measured ones are posted.
-    const warmup = WARMUP * setup.processes;
-    await postEvents(
-      scheduler,
-      Array.from({ length: warmup }, () => randomUUID()),
+    await fleet.warmUp((count) =>
+      postEvents(
+        scheduler,
+        Array.from({ length: count }, () => randomUUID()),
+      ),
     );
-    await fleet.waitFor(warmup);
     firstDue = Date.now() + LEAD_MS;
     companies.forEach((c, i) => due.set(c, new Date(firstDue + offset(i))));
     const before = fleet.finished();
