@@ -188,3 +188,138 @@ it("a walk's cursor written in a check's transaction commits and rolls back with
   await writeCursor(db, key, "folders", null, now);
   expect(await readCursor(db, key, "folders")).toBeNull();
 });
+
+describe("a transaction's BEGIN travels with its first statement (db/deferred-begin.ts)", () => {
+  /** Round trips (ReadyForQuery messages) seen on the connection while `fn` runs. */
+  async function roundTrips<T>(client: pg.PoolClient, fn: () => Promise<T>): Promise<[T, number]> {
+    const connection = (client as unknown as { connection: NodeJS.EventEmitter }).connection;
+    let count = 0;
+    const seen = () => (count += 1);
+    connection.on("readyForQuery", seen);
+    try {
+      return [await fn(), count];
+    } finally {
+      connection.removeListener("readyForQuery", seen);
+    }
+  }
+
+  it("BEGIN, two statements and COMMIT take three round trips (BEGIN goes with the first), the first inside the transaction", async () => {
+    const client = await poolOf(db).connect();
+    try {
+      const [ids, trips] = await roundTrips(client, async () => {
+        await client.query("BEGIN");
+        const first = await client.query<{ id: string; status: string }>(
+          "SELECT txid_current()::text AS id, $1::text AS status",
+          ["first"],
+        );
+        const second = await client.query<{ id: string }>("SELECT txid_current()::text AS id");
+        await client.query("COMMIT");
+        return [first, second.rows[0]!.id] as const;
+      });
+      // The statement's own result, BEGIN's left out.
+      expect(ids[0].rows).toEqual([{ id: ids[1], status: "first" }]);
+      expect(ids[0].rowCount).toBe(1);
+      expect(ids[0].fields.map((f) => f.name)).toEqual(["id", "status"]);
+      expect(trips).toBe(3);
+    } finally {
+      client.release();
+    }
+  });
+
+  it("a first statement that fails leaves the transaction aborted, and ROLLBACK undoes nothing else", async () => {
+    const scope = randomUUID();
+    const client = await poolOf(db).connect();
+    try {
+      await client.query("BEGIN");
+      await expect(client.query("SELECT 1 / (0 * $1::int)", [1])).rejects.toThrow(/division by zero/);
+      // BEGIN ran first: the failure aborted the transaction, which refuses what follows.
+      await expect(client.query("SELECT 1")).rejects.toThrow(/current transaction is aborted/);
+      expect(client.getTransactionStatus()).toBe("E");
+      await client.query("ROLLBACK");
+      expect(client.getTransactionStatus()).toBe("I");
+      // A later transaction on the same connection begins as any other.
+      await client.query("BEGIN");
+      await client.query(
+        "INSERT INTO reclaim_cursors (domain, company_id, name, value) VALUES ('d', $1, 'walk', 'x')",
+        [scope],
+      );
+      await client.query("ROLLBACK");
+      expect(await db.reclaimCursor.count({ where: { companyId: scope } })).toBe(0);
+    } finally {
+      client.release();
+    }
+  });
+
+  it("a transaction that ran no statement sends neither its BEGIN nor its end", async () => {
+    const client = await poolOf(db).connect();
+    try {
+      const [, trips] = await roundTrips(client, async () => {
+        await client.query("BEGIN");
+        await client.query("COMMIT");
+        await client.query("BEGIN");
+        await client.query("ROLLBACK");
+      });
+      expect(trips).toBe(0);
+      expect(client.getTransactionStatus()).toBe("I");
+    } finally {
+      client.release();
+    }
+  });
+
+  it("a connection given back with its BEGIN unsent is handed out idle", async () => {
+    const fresh = createDb(database.url, { max: 1 });
+    try {
+      const first = await poolOf(fresh).connect();
+      await first.query("BEGIN");
+      first.release();
+      const again = await poolOf(fresh).connect();
+      try {
+        expect(again).toBe(first);
+        await again.query("SELECT 1");
+        // Had the BEGIN survived the checkout, this statement would have opened a transaction.
+        expect(again.getTransactionStatus()).toBe("I");
+      } finally {
+        again.release();
+      }
+    } finally {
+      await fresh.$disconnect();
+    }
+  });
+
+  it("the first statement may be a named prepared statement, parsed then or before", async () => {
+    const client = await poolOf(db).connect();
+    try {
+      for (const round of [1, 2]) {
+        await client.query("BEGIN");
+        const { rows } = await client.query<{ n: number; inside: boolean }>({
+          name: "deferred-begin-test",
+          text: "SELECT $1::int AS n, now() = statement_timestamp() AS inside",
+          values: [round],
+        });
+        // now() is the transaction's start: the BEGIN's, sent a moment before the statement.
+        expect(rows[0]!.n).toBe(round);
+        expect(client.getTransactionStatus()).toBe("T");
+        await client.query("COMMIT");
+      }
+    } finally {
+      client.release();
+    }
+  });
+
+  it("a Prisma interactive transaction's first statement through Prisma runs in it, and its writes roll back with it", async () => {
+    const scope = randomUUID();
+    await expect(
+      prismaTransaction(db, async (tx, client) => {
+        expect(client).not.toBeNull();
+        await tx.$executeRawUnsafe(
+          "INSERT INTO reclaim_cursors (domain, company_id, name, value) VALUES ('d', $1, 'walk', 'x')",
+          scope,
+        );
+        const { rows } = await client!.query<{ id: string }>("SELECT txid_current()::text AS id");
+        expect(await backendAndTransaction(tx)).toMatch(new RegExp(`/${rows[0]!.id}$`));
+        throw new Error("check failed");
+      }),
+    ).rejects.toThrow("check failed");
+    expect(await db.reclaimCursor.count({ where: { companyId: scope } })).toBe(0);
+  });
+});

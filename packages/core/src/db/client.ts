@@ -5,6 +5,7 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { Prisma, PrismaClient } from "./generated/client";
+import { deferBegin, forgetBegin } from "./deferred-begin";
 import { registerPool, transactionBegan } from "./statements";
 
 export { Prisma, PrismaClient };
@@ -25,6 +26,9 @@ export function createDb(databaseUrl: string, options: DbOptions = {}): Db {
     connectionTimeoutMillis: 5000,
   });
   releaseDeadConnections(pool);
+  // A transaction's BEGIN goes out with its first statement (deferred-begin.ts).
+  pool.on("connect", (client) => deferBegin(client));
+  pool.on("release", (_error, client) => forgetBegin(client));
   // An idle connection that PostgreSQL ended (a restart, a terminated backend): the pool drops
   // it and connects anew when asked. Without a listener here the error would end the process
   // until Prisma's adapter adds its own at the client's first Prisma query, while platform SQL

@@ -12,6 +12,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import pg from "pg";
 import type { Db, Tx } from "./client";
+import { inTransaction } from "./deferred-begin";
 import type { Statement } from "./sql";
 
 /** The pools behind a client made by `createDb`: its own, and the settlement's (ledger/settle.ts). */
@@ -145,8 +146,8 @@ export function prismaTransaction<T>(
   return beginning.run(slot, () =>
     db.$transaction((tx) => {
       const client = slot.client;
-      // 'T': the connection is inside a transaction block, the one Prisma just began.
-      const own = client && client.getTransactionStatus() === "T" ? client : null;
+      // Inside a transaction block: the one Prisma just began (deferred-begin.ts).
+      const own = client && inTransaction(client) ? client : null;
       if (own) connections.set(tx, own);
       return fn(tx, own);
     }),
