@@ -18,6 +18,7 @@ import {
   retire,
   retiredName,
   retiredPrefixOf,
+  SLICE_CALLS,
   treeStats,
 } from "@reclaim/core";
 
@@ -192,5 +193,46 @@ describe("finishing interrupted deletions", () => {
     const batch = await finishInterruptedDeletes(top, { prefixes: [".expired"], limit: 50, after: null });
     expect(batch.results).toEqual([]);
     expect(existsSync(trash) && existsSync(retiring)).toBe(true);
+  });
+});
+
+describe("walks make their syscalls on the spot, in slices (fs/calls.ts)", () => {
+  /** Turns of the event loop while `fn` runs: a setImmediate chain. */
+  async function turnsDuring<T>(fn: () => Promise<T>): Promise<[T, number]> {
+    let turns = 0;
+    let done = false;
+    const tick = () => {
+      if (done) return;
+      turns += 1;
+      setImmediate(tick);
+    };
+    setImmediate(tick);
+    try {
+      return [await fn(), turns];
+    } finally {
+      done = true;
+    }
+  }
+
+  it(`a walk gives the event loop a turn at least every ${SLICE_CALLS} calls`, async () => {
+    const dir = path.join(root, "wide");
+    await mkdir(dir);
+    const files = 4 * SLICE_CALLS;
+    await Promise.all(Array.from({ length: files }, (_, i) => writeFile(path.join(dir, `f${i}`), "")));
+    const [stats, turns] = await turnsDuring(() => treeStats(dir));
+    expect(stats.entries).toBe(files + 1);
+    // One lstat per entry and a readdir: at least one turn per slice of calls after the first.
+    expect(turns).toBeGreaterThanOrEqual(Math.floor((files + 2) / SLICE_CALLS) - 1);
+  });
+
+  it("a removal walk in slices removes everything it counts, and its errors are node:fs's own", async () => {
+    const big = await tree(path.join(root, "big"), 2 * SLICE_CALLS);
+    const retired = await retire(top, path.basename(big), ".trash");
+    const before = await treeStats(path.join(root, retired));
+    const [removed, turns] = await turnsDuring(() => removeRetired(top, retired));
+    expect(removed).toBe(before.allocatedBytes);
+    expect(turns).toBeGreaterThanOrEqual(1);
+    expect(existsSync(path.join(root, retired))).toBe(false);
+    await expect(treeStats(path.join(root, "nothing-here"))).rejects.toMatchObject({ code: "ENOENT" });
   });
 });
