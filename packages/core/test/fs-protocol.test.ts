@@ -18,9 +18,9 @@ import {
   retire,
   retiredName,
   retiredPrefixOf,
-  SLICE_CALLS,
   treeStats,
 } from "@reclaim/core";
+import { SLICE_CALLS } from "@reclaim/shared";
 
 let root: string;
 /** The temporary root, as a configured top folder. */
@@ -196,7 +196,7 @@ describe("finishing interrupted deletions", () => {
   });
 });
 
-describe("walks make their syscalls on the spot, in slices (fs/calls.ts)", () => {
+describe("walks make their syscalls on the spot, in slices (fs/calls.ts, shared sliced.ts)", () => {
   /** Turns of the event loop while `fn` runs: a setImmediate chain. */
   async function turnsDuring<T>(fn: () => Promise<T>): Promise<[T, number]> {
     let turns = 0;

@@ -12,9 +12,9 @@
  *   const read = await readFileBounded(path.join(dir, "control-plane.json"), 4 * 1024 * 1024);
  *   if (read.status === "ok") JSON.parse(read.data.toString("utf8"));
  */
-import { constants } from "node:fs";
-import { open, type FileHandle } from "node:fs/promises";
+import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import { errnoCode } from "./errors";
+import { sliced } from "./sliced";
 
 const O_READ_NOFOLLOW = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
@@ -29,11 +29,19 @@ export type BoundedRead =
   /** Larger than the limit (by fstat, or while it was read). */
   | { status: "too_large" };
 
-/** Reads `file` whole when it is a regular file of at most `limit` bytes; throws only on I/O errors. */
+/**
+ * Reads `file` whole when it is a regular file of at most `limit` bytes; throws only on I/O
+ * errors. Its calls are synchronous, in the slices of sliced.ts (a file of up to `limit` bytes
+ * is read within one call's slice).
+ */
 export async function readFileBounded(file: string, limit: number): Promise<BoundedRead> {
-  let handle: FileHandle;
+  return sliced(() => readBoundedSync(file, limit));
+}
+
+function readBoundedSync(file: string, limit: number): BoundedRead {
+  let fd: number;
   try {
-    handle = await open(file, O_READ_NOFOLLOW);
+    fd = openSync(file, O_READ_NOFOLLOW);
   } catch (error) {
     const code = errnoCode(error);
     if (code === "ENOENT" || code === "ENOTDIR") return { status: "missing" };
@@ -43,7 +51,7 @@ export async function readFileBounded(file: string, limit: number): Promise<Boun
     throw error;
   }
   try {
-    const stat = await handle.stat();
+    const stat = fstatSync(fd);
     if (!stat.isFile()) return { status: "not_a_file" };
     if (stat.size > limit) return { status: "too_large" };
     // Sized by fstat; a file that grows meanwhile is read on in chunks, never past limit+1.
@@ -51,14 +59,14 @@ export async function readFileBounded(file: string, limit: number): Promise<Boun
     let length = 0;
     let size = stat.size + 1;
     for (;;) {
-      const chunk = Buffer.alloc(Math.min(size, limit + 1 - length));
-      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+      const chunk = Buffer.allocUnsafe(Math.min(size, limit + 1 - length));
+      const bytesRead = readSync(fd, chunk, 0, chunk.length, null);
       if (bytesRead === 0) break;
       chunks.push(chunk.subarray(0, bytesRead));
       length += bytesRead;
       if (length > limit) return { status: "too_large" };
-      // A regular file reads short only at its end: no second read to find it (one round trip
-      // per file; what is appended later is not this read's, as after any last read). A short
+      // A regular file reads short only at its end: no second read to find it (one call per
+      // file; what is appended later is not this read's, as after any last read). A short
       // read for another reason cuts the data: it does not parse, and the caller keeps what it
       // guards (unreadable).
       if (bytesRead < chunk.length) break;
@@ -66,6 +74,6 @@ export async function readFileBounded(file: string, limit: number): Promise<Boun
     }
     return { status: "ok", data: Buffer.concat(chunks, length) };
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }

@@ -7,4 +7,3 @@ export * from "./retire";
 export * from "./leftovers";
 export * from "./proven-path";
 export * from "./in-order";
-export { SLICE_CALLS, SLICE_MS } from "./calls";
