@@ -16,7 +16,7 @@ import {
 } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { Readable } from "node:stream";
+import { Readable, Transform } from "node:stream";
 import {
   createLocalDiskProvider,
   digestTree,
@@ -164,10 +164,19 @@ describe("a snapshot keeps every file with its mode, every directory and every l
   it("streams in chunks of at most 1 MiB (constant memory) and seals and opens through storage", async () => {
     const root = await richTree();
     const plan = await planTree(root, { selection: walk, limits });
-    const { stream, summary } = encodeSnapshot(plan);
-    let largest = 0;
-    stream.on("data", (chunk: Buffer) => (largest = Math.max(largest, chunk.length)));
     const storage = createLocalDiskProvider({ baseDir: await freshDir("storage") });
+    const { stream: encoded, summary } = encodeSnapshot(plan);
+    // Each chunk measured on its way to seal: a "data" listener on the stream itself would set
+    // it flowing before seal reads it, and what flowed meanwhile would never reach seal.
+    let largest = 0;
+    const stream = encoded.pipe(
+      new Transform({
+        transform(chunk: Buffer, _encoding, done) {
+          largest = Math.max(largest, chunk.length);
+          done(null, chunk);
+        },
+      }),
+    );
     const key = randomBytes(32);
     const instanceKey = { key, fingerprint: fingerprintOf(key), source: "env" as const };
     const storageKey = StorageKey.of(
