@@ -17,7 +17,7 @@ export {
 } from "./errors";
 export * from "./uuid";
 export { readFileBounded, type BoundedRead } from "./bounded-read";
-export { sliced, SLICE_CALLS, SLICE_MS } from "./sliced";
+export { sliced, SLICE_CALLS } from "./sliced";
 export * from "./storage/storage-key";
 export * from "./storage/provider";
 export { createLocalDiskProvider, type LocalDiskOptions } from "./storage/local-disk";

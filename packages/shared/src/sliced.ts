@@ -15,6 +15,7 @@
  * hands its jobs to another worker.
  */
 import { performance } from "node:perf_hooks";
+import { setImmediate as turn } from "node:timers/promises";
 
 /** Longest run of calls without a turn of the event loop: in time, and in calls. */
 export const SLICE_MS = 5;
@@ -27,9 +28,6 @@ const turned = () => {
   sliceStart = -1;
 };
 
-/** Resolves once the event loop has had a turn (timers and I/O served). */
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
 function startSlice(): void {
   sliceStart = performance.now();
   sliceCalls = 0;
@@ -41,6 +39,7 @@ function startSlice(): void {
 export async function sliced<R>(call: () => R): Promise<R> {
   if (sliceStart < 0) startSlice();
   else if (sliceCalls >= SLICE_CALLS || performance.now() - sliceStart > SLICE_MS) {
+    // Once the event loop has had a turn (timers and I/O served).
     await turn();
     if (sliceStart < 0) startSlice();
   }
