@@ -79,6 +79,61 @@ it("a Prisma interactive transaction hands the platform its own connection, insi
   for (const [platform, prisma] of seen) expect(platform).toBe(prisma);
 });
 
+it("never hands the platform another transaction's connection, even while plain db.$transaction calls begin at the same time", async () => {
+  const plain = () =>
+    db.$transaction(async (tx) => {
+      await backendAndTransaction(tx);
+    });
+  const handed = await Promise.all(
+    Array.from({ length: 24 }, (_, i) =>
+      i % 2
+        ? plain().then(() => null)
+        : prismaTransaction(db, async (tx, client) => {
+            if (!client) return "not told";
+            const { rows } = await client.query<{ id: string }>(
+              "SELECT pg_backend_pid()::text || '/' || txid_current()::text AS id",
+            );
+            return rows[0]!.id === (await backendAndTransaction(tx)) ? "its own" : "another's";
+          }),
+    ),
+  );
+  const told = handed.filter((h) => h !== null);
+  expect(told).toHaveLength(12);
+  expect(told).not.toContain("another's");
+});
+
+it("a transaction whose beginning saw another transaction begin goes on without its connection (it cannot tell which is its own)", async () => {
+  // Every connection of the pool taken: a plain db.$transaction, then a prismaTransaction,
+  // wait for one. The first freed goes to the plain one, which begins while the
+  // prismaTransaction is beginning; the second to the prismaTransaction.
+  const pool = poolOf(db);
+  const held = await Promise.all(Array.from({ length: pool.options.max }, () => pool.connect()));
+  let plainBegun!: () => void;
+  const began = new Promise<void>((resolve) => (plainBegun = resolve));
+  const plain = db.$transaction(async (tx) => {
+    plainBegun();
+    await backendAndTransaction(tx);
+  });
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const handed = prismaTransaction(db, async (tx, client) => {
+      if (!client) return "not told";
+      const { rows } = await client.query<{ id: string }>(
+        "SELECT pg_backend_pid()::text || '/' || txid_current()::text AS id",
+      );
+      return rows[0]!.id === (await backendAndTransaction(tx)) ? "its own" : "another's";
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    held.pop()!.release();
+    await began;
+    held.pop()!.release();
+    expect(await handed).toBe("not told");
+  } finally {
+    for (const client of held) client.release();
+    await plain;
+  }
+});
+
 it("a check runs in a transaction that holds its company-scoped lock, released at commit", async () => {
   const scope = randomUUID();
   const namespace = domainLockNamespace(ID);

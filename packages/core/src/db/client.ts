@@ -71,13 +71,20 @@ export function createDb(databaseUrl: string, options: DbOptions = {}): Db {
  * client as `client`.
  */
 class ReportingPrismaPg extends PrismaPg {
+  constructor(
+    private readonly own: pg.Pool,
+    options: ConstructorParameters<typeof PrismaPg>[1],
+  ) {
+    super(own, options);
+  }
+
   override async connect(): ReturnType<PrismaPg["connect"]> {
     const adapter = await super.connect();
     const begin = adapter.startTransaction.bind(adapter);
     adapter.startTransaction = async (isolationLevel) => {
       const transaction = await begin(isolationLevel);
       const client = (transaction as unknown as { client?: unknown }).client;
-      if (client instanceof pg.Client) transactionBegan(client as pg.PoolClient);
+      if (client instanceof pg.Client) transactionBegan(this.own, client as pg.PoolClient);
       return transaction;
     };
     return adapter;

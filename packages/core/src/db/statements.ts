@@ -9,7 +9,6 @@
  *   sync:   pgTransaction(db, async (client) => { ...statements and Redis calls... })
  *   check:  prismaTransaction(db, async (tx, client) => { lock on `client`; domain.apply(tx) })
  */
-import { AsyncLocalStorage } from "node:async_hooks";
 import pg from "pg";
 import type { Db, Tx } from "./client";
 import { inTransaction } from "./deferred-begin";
@@ -121,15 +120,40 @@ export async function pgTransaction<T>(
 }
 
 /**
- * Which connection a Prisma interactive transaction runs on. The driver adapter (client.ts)
- * reports the connection of every transaction it begins to the context that began it.
+ * Which connection a Prisma interactive transaction runs on. Prisma's API does not say, so a
+ * process begins its `prismaTransaction`s one at a time, per client: each opens a window
+ * before it calls `$transaction` and closes it when Prisma calls it back, by which time the
+ * driver adapter (client.ts) has reported the connection it began the transaction on. A
+ * window that saw exactly one report saw this transaction's; one that saw more (a plain
+ * `db.$transaction` of the same client began meanwhile) cannot tell them apart, and the
+ * transaction goes on without its connection (statements then go through `tx`). Only the
+ * beginning is one at a time, never the transactions. (No AsyncLocalStorage: in Node 20 it
+ * turns on async_hooks' promise hooks, a cost on every promise of the process.)
  */
-const beginning = new AsyncLocalStorage<{ client?: pg.PoolClient }>();
+interface Window {
+  reports: number;
+  client?: pg.PoolClient;
+}
+interface Beginnings {
+  /** The window of the transaction beginning now, if any. */
+  open: Window | null;
+  /** Settles once the last transaction to begin has begun (or failed to). */
+  last: Promise<void>;
+}
+const beginnings = new WeakMap<object, Beginnings>();
 
-/** Called by the driver adapter once it has begun a transaction on `client`. */
-export function transactionBegan(client: pg.PoolClient): void {
-  const waiting = beginning.getStore();
-  if (waiting && !waiting.client) waiting.client = client;
+function beginningsOf(key: object): Beginnings {
+  let found = beginnings.get(key);
+  if (!found) beginnings.set(key, (found = { open: null, last: Promise.resolve() }));
+  return found;
+}
+
+/** Called by the driver adapter of `db`'s pool once it has begun a transaction on `client`. */
+export function transactionBegan(pool: pg.Pool, client: pg.PoolClient): void {
+  const window = beginnings.get(pool)?.open;
+  if (!window) return;
+  window.reports += 1;
+  window.client = client;
 }
 
 /**
@@ -138,18 +162,31 @@ export function transactionBegan(client: pg.PoolClient): void {
  * transaction. `client` is null when the connection cannot be told for certain; callers then
  * go through `tx`.
  */
-export function prismaTransaction<T>(
+export async function prismaTransaction<T>(
   db: Db,
   fn: (tx: Tx, client: pg.PoolClient | null) => Promise<T>,
 ): Promise<T> {
-  const slot: { client?: pg.PoolClient } = {};
-  return beginning.run(slot, () =>
-    db.$transaction((tx) => {
-      const client = slot.client;
+  const queue = beginningsOf(poolOf(db));
+  const before = queue.last;
+  let begun!: () => void;
+  queue.last = new Promise((resolve) => (begun = resolve));
+  await before;
+  const window: Window = { reports: 0 };
+  queue.open = window;
+  const close = () => {
+    if (queue.open === window) queue.open = null;
+    begun();
+  };
+  try {
+    return await db.$transaction((tx) => {
+      close();
+      const client = window.reports === 1 ? window.client : undefined;
       // Inside a transaction block: the one Prisma just began (deferred-begin.ts).
       const own = client && inTransaction(client) ? client : null;
       if (own) connections.set(tx, own);
       return fn(tx, own);
-    }),
-  );
+    });
+  } finally {
+    close();
+  }
 }
