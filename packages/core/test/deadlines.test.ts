@@ -5,6 +5,7 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { Redis } from "ioredis";
+import pg from "pg";
 import {
   claimDue,
   createDb,
@@ -13,6 +14,7 @@ import {
   deadlineJobId,
   queueName,
   settleJob,
+  foldReports,
   settlementValues,
   systemClock,
   DAY_MS,
@@ -233,11 +235,10 @@ function settlementsOf(target: Db, domain: string, scopes: string[], now = new D
 /** settle-jobs.sql's parameters as SQL literals, for an `EXECUTE` by hand. */
 function settlementLiterals(
   client: { escapeLiteral(value: string): string },
-  settlements: Parameters<typeof settlementValues>[2],
+  settlements: Parameters<typeof settlementValues>[1],
 ): string {
   return settlementValues(
     settlements.map(() => randomUUID()),
-    0,
     settlements,
   )
     .map((v) =>
@@ -342,24 +343,32 @@ describe("the ledger claim", () => {
     }
   });
 
-  it("plans the settlement statement once per connection, not on every settlement (a generic plan)", async () => {
+  it("plans the settlement and the fold statements once per connection, not on every run (generic plans)", async () => {
     for (let i = 0; i < 8; i++) {
       const scope = randomUUID();
       await queues.request([
         { domain: DOMAIN, scope, reason: "startup", dueAt: new Date(Date.now() - 1000) },
       ]);
       await settle(scope, await claimDue(db, { domain: DOMAIN, scope }, new Date()), []);
+      await foldReports(db);
     }
     // The settlement pool holds one connection: this query runs in the session that settled.
-    const { rows } = await settlePoolOf(db).query<{ generic_plans: string; custom_plans: string }>(
-      "SELECT generic_plans::text, custom_plans::text FROM pg_prepared_statements WHERE name LIKE '%settle-jobs.sql'",
+    const { rows } = await settlePoolOf(db).query<{
+      name: string;
+      generic_plans: string;
+      custom_plans: string;
+    }>(
+      `SELECT name, generic_plans::text, custom_plans::text FROM pg_prepared_statements
+        WHERE name LIKE '%settle-jobs.sql' OR name LIKE '%fold-reports.sql' ORDER BY name`,
     );
-    expect(rows).toHaveLength(1);
-    expect(Number(rows[0]!.custom_plans)).toBe(0);
-    expect(Number(rows[0]!.generic_plans)).toBeGreaterThanOrEqual(8);
+    expect(rows.map((r) => path.basename(r.name))).toEqual(["fold-reports.sql", "settle-jobs.sql"]);
+    for (const row of rows) {
+      expect(Number(row.custom_plans)).toBe(0);
+      expect(Number(row.generic_plans)).toBeGreaterThanOrEqual(8);
+    }
   });
 
-  it("settles by reading only the rows it settles, however large the ledger, the reports and the rollups grow (no scan, custom or generic plan)", async () => {
+  it("settles and folds by reading only the rows they settle and fold, however large the ledger, the reports and the rollups grow (no scan, custom or generic plan)", async () => {
     // A ledger of 3,000 keys due, and reports and rollup rows of the domain, none of them past
     // retention: a settlement must find its claims, its prunes and its key's next deadline by
     // index, never by reading these tables through.
@@ -370,6 +379,8 @@ describe("the ledger claim", () => {
     await pool.query(
       "ANALYZE reclaim_deadlines, reclaim_batch_reports, reclaim_report_stats, reclaim_report_stats_daily",
     );
+    // What other tests left unfolded is folded now: each fold below takes its own two reports.
+    await foldReports(db);
     const client = await pool.connect();
     try {
       for (const [mode, mine] of [
@@ -382,7 +393,7 @@ describe("the ledger claim", () => {
         settlements[0]!.deadlines.push({ domain, scope: mine[0]!, reason: "recheck", dueAt: inMinutes(5) });
         expect(settlements.map((s) => s.claimed.length)).toEqual([1, 1]);
         await client.query(
-          `PREPARE settle_plan (jsonb, jsonb, timestamptz, int, int, timestamptz, int) AS ${sqlFile(LEDGER_SQL, "settle-jobs.sql")}`,
+          `PREPARE settle_plan (jsonb, jsonb, timestamptz) AS ${sqlFile(LEDGER_SQL, "settle-jobs.sql")}`,
         );
         const { rows } = await client.query<{ "QUERY PLAN": unknown }>(
           `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE settle_plan (${settlementLiterals(client, settlements)})`,
@@ -396,6 +407,20 @@ describe("the ledger claim", () => {
           [domain, mine],
         );
         expect(left.rows).toEqual([{ company_id: mine[0], reason: "recheck" }]);
+        // The fold of the two reports: found by the key of the unfolded ones, prunes and rollup
+        // rows by their indexes.
+        await client.query(
+          `PREPARE fold_plan (int, int, int, int, int) AS ${sqlFile(LEDGER_SQL, "fold-reports.sql")}`,
+        );
+        const { rows: fold } = await client.query<{ "QUERY PLAN": unknown }>(
+          "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE fold_plan (1000, 0, 400, 200, 20)",
+        );
+        await client.query("DEALLOCATE fold_plan");
+        expect({ mode, large: tableScans(fold).filter(([, , read]) => read > 4) }).toEqual({
+          mode,
+          large: [],
+        });
+        expect(await db.reclaimReportUnfolded.count()).toBe(0);
       }
     } finally {
       await client.query("RESET plan_cache_mode");
@@ -405,6 +430,7 @@ describe("the ledger claim", () => {
         "reclaim_batch_reports",
         "reclaim_report_stats",
         "reclaim_report_stats_daily",
+        "reclaim_report_totals",
       ])
         await pool.query(`DELETE FROM ${table} WHERE domain = $1`, [domain]);
     }
@@ -473,30 +499,47 @@ describe("plans made while the tables were empty (a young database)", () => {
     await young.drop();
   });
 
-  it("the settlement connection never plans a table scan: its plan from the first settlement reads only the rows it settles once the tables have grown", async () => {
+  it("the settlement connection never plans a table scan: its plans from the first settlement and fold read only the rows they settle and fold once the tables have grown", async () => {
     const domain = `young-${randomUUID()}`;
-    // The first settlement of the process prepares and plans the statement, on empty tables.
+    // The first settlement and fold of the process prepare and plan their statements, on empty tables.
     await settleJob(youngDb, (await settlementsOf(youngDb, domain, [randomUUID()]))[0]!);
+    await foldReports(youngDb);
     const scopes = await dueBacklog(domain, 3000, youngDb);
     await reportsAndRollups(domain, scopes, youngDb);
     const settlements = await settlementsOf(youngDb, domain, scopes.slice(0, 2));
     expect(settlements.map((s) => s.claimed.length)).toEqual([1, 1]);
-    // Its one connection, with the plan it cached then.
-    const client = await settlePoolOf(youngDb).connect();
-    try {
-      const { rows: prepared } = await client.query<{ name: string }>(
-        "SELECT name FROM pg_prepared_statements WHERE name LIKE '%settle-jobs.sql'",
-      );
-      expect(prepared).toHaveLength(1);
-      await client.query("BEGIN");
-      const { rows } = await client.query<{ "QUERY PLAN": unknown }>(
-        `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE "${prepared[0]!.name}" (${settlementLiterals(client, settlements)})`,
-      );
-      await client.query("ROLLBACK");
-      expect(tableScans(rows).filter(([, , read]) => read > 4)).toEqual([]);
-    } finally {
-      client.release();
-    }
+    /** EXPLAIN ANALYZE of the cached statement `file` on the settlement's one connection, undone. */
+    const explainCached = async (file: string, literals: (client: pg.PoolClient) => string) => {
+      const client = await settlePoolOf(youngDb).connect();
+      try {
+        const { rows: prepared } = await client.query<{ name: string }>(
+          "SELECT name FROM pg_prepared_statements WHERE name LIKE $1",
+          [`%${file}`],
+        );
+        expect(prepared).toHaveLength(1);
+        await client.query("BEGIN");
+        const { rows } = await client.query<{ "QUERY PLAN": unknown }>(
+          `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE "${prepared[0]!.name}" (${literals(client)})`,
+        );
+        await client.query("ROLLBACK");
+        return tableScans(rows);
+      } finally {
+        client.release();
+      }
+    };
+    const settling = await explainCached("settle-jobs.sql", (client) =>
+      settlementLiterals(client, settlements),
+    );
+    expect(settling.filter(([, , read]) => read > 4)).toEqual([]);
+    // Settled for real: the fold has their two reports to take.
+    await Promise.all(settlements.map((s) => settleJob(youngDb, s)));
+    const folding = await explainCached("fold-reports.sql", () => "1000, 0, 400, 200, 20");
+    expect(folding.filter(([, , read]) => read > 4)).toEqual([]);
+    // The two reports, by the key of the unfolded ones.
+    const unfolded = folding.filter(([table]) => table === "reclaim_reports_unfolded");
+    expect(unfolded.length).toBeGreaterThan(0);
+    for (const [, type, read] of unfolded)
+      expect([type, read]).toEqual([expect.not.stringContaining("Seq"), 2]);
   });
 
   it("a sync reads each key's earliest deadline by the primary key, under a plan made while the ledger was empty", async () => {

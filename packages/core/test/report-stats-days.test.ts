@@ -1,6 +1,6 @@
 /**
- * The rollup's day rows (reclaim_report_stats_daily): every stored report adds its entries to
- * its hour's rows and its UTC day's rows in the statement that stores it (settle-jobs.sql), and the
+ * The rollup's day rows (reclaim_report_stats_daily): every stored report's entries are added to
+ * its hour's rows and its UTC day's rows by the fold that takes its figures (fold-reports.sql), and the
  * console's aggregates (`domainTotals`, `outcomeSeries`) read whole days from the day rows and
  * only partial days and hour buckets from the hourly rows, with the same figures as summing the
  * hourly rows alone: checked at every hour of a day, per company, for every company and per
@@ -12,6 +12,7 @@ import {
   DAY_MS,
   domainTotals,
   emptyWindow,
+  foldReports,
   outcomeSeries,
   settleJob,
   STATS_RETENTION_DAYS,
@@ -44,8 +45,10 @@ afterAll(async () => {
 });
 
 type Row = { company_id: string; at: Date; outcome: string; entries: bigint; bytes: bigint };
-const rowsOf = (table: "hour" | "day", domain: string, companies: string[]) =>
-  db.$queryRawUnsafe<Row[]>(
+/** The rollup rows of `domain` and `companies`, every stored report folded in first. */
+async function rowsOf(table: "hour" | "day", domain: string, companies: string[]): Promise<Row[]> {
+  await foldReports(db);
+  return db.$queryRawUnsafe<Row[]>(
     table === "hour"
       ? `SELECT company_id, hour AS at, outcome, entries, bytes FROM reclaim_report_stats
           WHERE domain = $1 AND company_id = ANY($2) ORDER BY company_id, at, outcome`
@@ -54,6 +57,7 @@ const rowsOf = (table: "hour" | "day", domain: string, companies: string[]) =>
     domain,
     companies,
   );
+}
 
 describe("day rows", () => {
   it("a report's figures are in its hour's rows and its day's rows, for its company and for every company", async () => {
@@ -94,7 +98,7 @@ describe("day rows", () => {
     );
   });
 
-  it("is written by the statement that stores the report: a report PostgreSQL refuses is in neither the hourly nor the day rows", async () => {
+  it("a report PostgreSQL refuses is in neither the hourly nor the day rows: nothing of it is left to fold", async () => {
     const domain = `days-${randomUUID()}`;
     const report = reportOf({
       domain,
@@ -109,14 +113,16 @@ describe("day rows", () => {
       report: { ...report, jobId: "refused\u0000" }, // no NUL in text: the whole statement is refused
     });
     await expect(settled).rejects.toThrow();
+    await foldReports(db);
     expect(await db.reclaimReportStat.count({ where: { domain } })).toBe(0);
     expect(await db.reclaimReportDailyStat.count({ where: { domain } })).toBe(0);
     await settleJob(db, { claimed: [], deadlines: [], pruneBefore: new Date(0), report });
+    await foldReports(db);
     expect(await db.reclaimReportStat.count({ where: { domain } })).toBe(2);
     expect(await db.reclaimReportDailyStat.count({ where: { domain } })).toBe(2);
   });
 
-  it(`day rows whose whole day is older than ${STATS_RETENTION_DAYS} days are pruned as reports are stored`, async () => {
+  it(`day rows whose whole day is older than ${STATS_RETENTION_DAYS} days are pruned as reports are folded`, async () => {
     const domain = `days-${randomUUID()}`;
     const finishedAt = new Date(T0 + 12 * HOUR_MS);
     const cutoff = finishedAt.getTime() - STATS_RETENTION_DAYS * DAY_MS;
@@ -128,6 +134,7 @@ describe("day rows", () => {
       });
     }
     await seedReport(db, { domain, companyId: A, finishedAt, entries: [{ id: "x", outcome: "removed" }] });
+    await foldReports(db);
     const left = await db.reclaimReportDailyStat.findMany({ where: { domain, companyId: B } });
     expect(left.map((r) => r.day)).toEqual([cutoffDay]);
   });

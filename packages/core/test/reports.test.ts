@@ -1,8 +1,9 @@
 /**
- * Batch reports: every stored report is added to its domain's running totals in the same
- * transaction, reports past RECLAIM_REPORT_RETENTION_DAYS are pruned a few at a time as new
- * ones are stored, and /metrics counts from the totals, so pruning never moves a counter back.
- * Real PostgreSQL and Redis; the jobs run through the platform's `runJob`.
+ * Batch reports: every stored report is added to its domain's running totals and the rollup
+ * once, by the fold that takes its figures (readers fold first), reports past
+ * RECLAIM_REPORT_RETENTION_DAYS are pruned a few at a time as reports are folded, and /metrics
+ * counts from the totals, so pruning never moves a counter back. Real PostgreSQL and Redis;
+ * the jobs run through the platform's `runJob`.
  */
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
@@ -13,6 +14,9 @@ import {
   DeadlineQueues,
   defineDomain,
   FaultPoints,
+  FOLD_AFTER,
+  FOLD_DELAY_MS,
+  foldReports,
   MAX_REPORT_ENTRIES,
   readReportTotals,
   settleJob,
@@ -122,7 +126,7 @@ async function oldReports(count: number, daysAgo: number): Promise<void> {
   });
 }
 
-it("every stored report is added to its domain's running totals in the same transaction", async () => {
+it("every stored report is added to its domain's running totals, once, by the fold its readers run first", async () => {
   await run(20); // 0.02 s
   await run(3000); // 3 s
   const totals = await totalsOf(ID);
@@ -140,14 +144,16 @@ it("every stored report is added to its domain's running totals in the same tran
   expect(totals.durationBuckets.map(Number)).toEqual([1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2]);
 });
 
-it("reports past their retention are pruned a few per stored report; totals and /metrics keep counting", async () => {
+it("reports past their retention are pruned a few per folded report; totals and /metrics keep counting", async () => {
   await oldReports(25, 31); // past the 30-day retention
   await oldReports(3, 29); // within it
   const before = await totalsOf(ID);
 
   await run(10);
+  await foldReports(db);
   expect(await db.reclaimBatchReport.count({ where: { jobId: "old" } })).toBe(28 - 20);
   await run(10);
+  await foldReports(db);
   expect(await db.reclaimBatchReport.count({ where: { jobId: "old" } })).toBe(3);
 
   const after = await totalsOf(ID);
@@ -166,13 +172,15 @@ it("reports past their retention are pruned a few per stored report; totals and 
   expect(metrics).toContain(`reclaim_job_duration_seconds_count{domain="${ID}"} ${after.batches}`);
 });
 
-it("jobs of two workers settling at the same time add to separate shards of the totals, which add up to every report", async () => {
-  // A second database handle settles as a second worker process does: with a settler of its own.
+it("folds of two workers add to separate shards of the totals, which add up to every report", async () => {
+  // A second database handle folds as a second worker process does: with a settler of its own.
   const other = createDb(database.url);
   try {
     const before = await totalsOf(ID);
     // The clock is shared: batches that take no time of it, so each falls in the first bucket.
-    await Promise.all(Array.from({ length: 12 }, (_, i) => run(0, undefined, undefined, i % 2 ? other : db)));
+    await Promise.all(Array.from({ length: 6 }, () => run(0, undefined, undefined, other)));
+    expect(await foldReports(other)).toBe(6);
+    await Promise.all(Array.from({ length: 6 }, () => run(0)));
     const after = await totalsOf(ID);
     expect(after.batches).toBe(before.batches + 12n);
     expect(after.removed).toBe(before.removed + 12n);
@@ -185,9 +193,66 @@ it("jobs of two workers settling at the same time add to separate shards of the 
   }
 });
 
+describe("folding (ledger/settle.ts)", () => {
+  const unfolded = () => db.reclaimReportUnfolded.count();
+
+  it("what a process left unfolded when it went away is folded by any other process, and counted once", async () => {
+    const gone = createDb(database.url);
+    const before = await totalsOf(ID);
+    await Promise.all(Array.from({ length: 5 }, () => run(0, undefined, undefined, gone)));
+    // Gone before its own fold came due (FOLD_DELAY_MS): its five reports wait, unfolded.
+    await gone.$disconnect();
+    expect(await unfolded()).toBe(5);
+    const after = await totalsOf(ID);
+    expect(after.batches).toBe(before.batches + 5n);
+    expect(await unfolded()).toBe(0);
+    // Folded once: a later fold finds nothing left.
+    expect(await foldReports(db)).toBe(0);
+    expect((await totalsOf(ID)).batches).toBe(after.batches);
+  });
+
+  it("folds running at the same time in several processes, while jobs settle, count every report once", async () => {
+    const others = [createDb(database.url), createDb(database.url)];
+    try {
+      const before = await totalsOf(ID);
+      const handles = [db, ...others];
+      await Promise.all(
+        Array.from({ length: 60 }, async (_, i) => {
+          const through = handles[i % handles.length]!;
+          await run(0, undefined, undefined, through);
+          if (i % 4 === 0) await foldReports(handles[(i + 1) % handles.length]!);
+        }),
+      );
+      const after = await totalsOf(ID);
+      expect(after.batches).toBe(before.batches + 60n);
+      expect(after.removed).toBe(before.removed + 60n);
+      expect(after.skipped.still_needed).toBe(before.skipped.still_needed! + 60);
+      expect(await unfolded()).toBe(0);
+    } finally {
+      await Promise.all(others.map((o) => o.$disconnect()));
+    }
+  });
+
+  it(`a settler folds on its own ${FOLD_DELAY_MS} ms after its first unfolded report, or once ${FOLD_AFTER} wait`, async () => {
+    await foldReports(db);
+    await run(0);
+    expect(await unfolded()).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, FOLD_DELAY_MS + 500));
+    expect(await unfolded()).toBe(0);
+
+    const many = FOLD_AFTER + 10;
+    for (let i = 0; i < many; i += 32)
+      await Promise.all(Array.from({ length: Math.min(32, many - i) }, () => run(0)));
+    // The fold came before its delay: at most the reports settled after it wait.
+    expect(await unfolded()).toBeLessThan(many - FOLD_AFTER + 32);
+  });
+});
+
 describe("the hourly rollup (reclaim_report_stats)", () => {
-  const statsOf = (scope: string) =>
-    db.$queryRawUnsafe<
+  /** The hourly rollup rows of `scope` and OTHER, every stored report folded in first. */
+  const statsOf = async (scope: string) => {
+    await foldReports(db);
+    return db.$queryRawUnsafe<
       { company_id: string; outcome: string; reason: string; entries: bigint; bytes: bigint }[]
     >(
       `SELECT company_id, outcome, reason, entries, bytes FROM reclaim_report_stats
@@ -196,6 +261,7 @@ describe("the hourly rollup (reclaim_report_stats)", () => {
       scope,
       OTHER,
     );
+  };
   const OTHER = randomUUID();
 
   it("counts every entry of a batch by company, outcome and reason, also those past the entries a report row keeps", async () => {
@@ -224,7 +290,7 @@ describe("the hourly rollup (reclaim_report_stats)", () => {
     expect(rows).toEqual(expected);
   });
 
-  it("is written by the statement that stores the report: a report PostgreSQL refuses leaves no figures", async () => {
+  it("a report PostgreSQL refuses leaves no figures: nothing of it is left to fold", async () => {
     const scope = randomUUID();
     const settled = settleJob(db, {
       claimed: [],
@@ -250,11 +316,12 @@ describe("the hourly rollup (reclaim_report_stats)", () => {
       },
     });
     await expect(settled).rejects.toThrow();
+    await foldReports(db);
     expect(await db.reclaimReportStat.count({ where: { companyId: scope } })).toBe(0);
     expect(await db.reclaimBatchReport.count({ where: { companyId: scope } })).toBe(0);
   });
 
-  it(`rows older than ${STATS_RETENTION_DAYS} days are pruned as reports are stored`, async () => {
+  it(`rows older than ${STATS_RETENTION_DAYS} days are pruned as reports are folded`, async () => {
     const old = new Date(clock.now().getTime() - (STATS_RETENTION_DAYS + 1) * DAY_MS);
     const kept = new Date(clock.now().getTime() - (STATS_RETENTION_DAYS - 1) * DAY_MS);
     for (const hour of [old, kept]) {
@@ -271,6 +338,7 @@ describe("the hourly rollup (reclaim_report_stats)", () => {
       });
     }
     await run(0);
+    await foldReports(db);
     const left = await db.reclaimReportStat.findMany({ where: { companyId: OTHER, outcome: "removed" } });
     expect(left.map((r) => r.hour)).toEqual([kept]);
   });

@@ -37,11 +37,11 @@ export function createDb(databaseUrl: string, options: DbOptions = {}): Db {
   const adapter = new ReportingPrismaPg(pool, { disposeExternalPool: true });
   const db = new PrismaClient({ adapter, transactionOptions: { maxWait: 10_000, timeout: 120_000 } });
   // The settlement's own connection (ledger/settle.ts), opened at its first use: a worker
-  // process sends its one big statement there over and over, so that connection plans it once
-  // (a generic plan) instead of planning it anew on each run, which cost PostgreSQL more than
-  // running it. Settlements read their estimates from JSON parameters, which a custom plan
-  // cannot estimate any better. Every table access of the statement is by key or by ctid, and
-  // no table scan is ever planned on this connection: its plan is kept for as long as the
+  // process sends its settlement and fold statements there over and over, so that connection
+  // plans each once (a generic plan) instead of planning it anew on each run, which cost
+  // PostgreSQL more than running it. They read their estimates from JSON, which a custom plan
+  // cannot estimate any better. Every table access of theirs is by key or by ctid, and
+  // no table scan is ever planned on this connection: its plans are kept for as long as the
   // process runs, and one made on a young database (empty, never analyzed tables, where a
   // scan looks cheapest) would read the whole ledger and every report on each run.
   const settlePool = new pg.Pool({

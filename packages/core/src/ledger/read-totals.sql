@@ -1,4 +1,4 @@
--- Every domain's running report totals, its shards (settle-job.sql) added up.
+-- Every domain's running report totals, its shards (fold-reports.sql) added up.
 -- No parameters.
 -- Output, one row per domain in domain order: domain text; batches, errors, candidates,
 -- removed, candidate_bytes, reclaimed_bytes text (bigints); duration_sum float8;

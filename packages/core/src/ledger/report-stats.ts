@@ -1,11 +1,11 @@
 /**
  * The rollup of report entries: per domain, company, hour (table reclaim_report_stats) or UTC
  * day (reclaim_report_stats_daily), dry run, outcome and reason, how many entries and how many
- * bytes. Every stored report adds its entries to both in the statement that stores it
- * (settle-jobs.sql, so a report is in both or in neither), counted as the batch saw them (a
+ * bytes. Every stored report's entries are added to both by the fold that takes its figures
+ * (fold-reports.sql, so a report is in both or in neither), counted as the batch saw them (a
  * report row keeps at most MAX_REPORT_ENTRIES entries; the tally counts all), each to its
  * company's row and to the row of every company (ALL_COMPANIES), which instance-wide aggregates
- * read. The console and the `GET /v1/stats/*` routes read aggregates from it
+ * read. The console and the `GET /v1/stats/*` routes fold, then read aggregates from it
  * (stats/queries.ts), each one query on an index: day rows for whole days, hourly rows for
  * hour buckets and partial days.
  */
@@ -15,7 +15,7 @@ import type { ReportEntry } from "./reports";
 export const ALL_COMPANIES = "*";
 /** How long rollup rows are kept: longer than the longest range a stats route answers. */
 export const STATS_RETENTION_DAYS = 400;
-/** Old rollup rows of each granularity one stored report deletes at most: far more than it adds. */
+/** Old rollup rows of each granularity a fold deletes at most per report it folds: far more than each adds. */
 export const PRUNE_STATS_PER_REPORT = 200;
 
 export interface StatsCell {

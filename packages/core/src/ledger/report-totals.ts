@@ -1,12 +1,13 @@
 /**
  * Running totals of every batch report, per domain (table reclaim_report_totals), and report
- * retention. A report row is added to the totals by the statement that stores it
- * (settle-job.sql), so /metrics counters keep counting after old rows are pruned; each job
- * prunes a few old reports of its own domain at the same time (no periodic task). A domain's
- * totals are kept in up to REPORT_TOTAL_SHARDS rows, so concurrent jobs do not wait for one
- * another's commits on a single row; `readReportTotals` adds them up.
+ * retention. A stored report's figures are added to the totals by a fold (fold-reports.sql,
+ * settle.ts), so /metrics counters keep counting after old rows are pruned; each fold prunes a
+ * few old reports of its domains per report it folds (no periodic task). A domain's totals are
+ * kept in up to REPORT_TOTAL_SHARDS rows, so the folds of several processes do not wait for
+ * one another's commits on a single row; `readReportTotals` folds, then adds them up.
  */
 import { poolOf, runStatement, statement, type Db } from "../db";
+import { foldReports } from "./settle";
 
 /**
  * Upper bounds (seconds) of the batch duration histogram. The migration that created
@@ -15,10 +16,10 @@ import { poolOf, runStatement, statement, type Db } from "../db";
  */
 export const REPORT_DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
-/** Old reports one job deletes at most: many more than the one row it adds. */
+/** Old reports a fold deletes at most per report it folds: many more than the one row each adds. */
 export const PRUNE_PER_JOB = 20;
 
-/** Rows a domain's running totals are spread over (settle-job.sql). */
+/** Rows a domain's running totals are spread over (fold-reports.sql). */
 export const REPORT_TOTAL_SHARDS = 16;
 
 export interface ReportTotals {
@@ -37,8 +38,9 @@ export interface ReportTotals {
 
 const READ_TOTALS = statement(__dirname, "read-totals.sql");
 
-/** Every domain's running totals, its shards added up, by domain. */
+/** Every domain's running totals, every stored report folded in and its shards added up, by domain. */
 export async function readReportTotals(db: Db): Promise<ReportTotals[]> {
+  await foldReports(db);
   const rows = await runStatement<{
     domain: string;
     batches: string;

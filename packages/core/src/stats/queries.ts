@@ -2,12 +2,14 @@
  * The console's aggregates, read from the rollup of report entries (ledger/report-stats.ts: day
  * rows for whole UTC days, hourly rows for hour buckets and the hours of partial days) and the
  * restore-point table: each one query on indexes, reading a number of rows bounded by the
- * range whatever the number of reports and entries (bench/console/stats.ts). The
+ * range whatever the number of reports and entries (bench/console/stats.ts), after folding the
+ * figures of reports not yet in the rollup (ledger/settle.ts `foldReports`). The
  * `GET /v1/stats/*` routes answer with these shapes.
  */
 import type { Db } from "../db";
 import { sqlFile } from "../db/sql";
 import { ALL_COMPANIES } from "../ledger/report-stats";
+import { foldReports } from "../ledger/settle";
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -111,6 +113,7 @@ export async function domainTotals(
 ): Promise<DomainTotals[]> {
   const hour = hourOf(now).getTime();
   const first = (hours: number) => new Date(hour - (hours - 1) * HOUR_MS);
+  await foldReports(db);
   const rows = await db.$queryRawUnsafe<TotalsRow[]>(
     sqlFile(__dirname, "totals.sql"),
     first(24),
@@ -187,6 +190,7 @@ export async function outcomeSeries(
   // range ends inside from the hourly rows. Hour buckets: hourly rows only.
   const lastDay = bucketStart(query.to, "day").getTime();
   const split = new Date(query.bucket === "day" && lastDay > first ? lastDay : first);
+  await foldReports(db);
   const rows = await db.$queryRawUnsafe<SeriesRow[]>(
     sqlFile(__dirname, "series.sql"),
     query.outcome,
