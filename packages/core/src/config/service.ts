@@ -126,7 +126,7 @@ export const workerOptions = {
   reportRetentionDays: integerOption(
     "RECLAIM_REPORT_RETENTION_DAYS",
     30,
-    "Days batch reports (GET /v1/reports) are kept; older ones are pruned as new ones are stored, while /metrics totals keep counting them",
+    "Days batch reports (GET /v1/reports) are kept; older ones are pruned as new ones are folded into the totals, while /metrics totals keep counting them",
     { min: 1, unit: "days" },
   ),
   shutdownTimeoutMs: integerOption(
