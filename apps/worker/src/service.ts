@@ -91,7 +91,8 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
   setMaxListeners(workerConfig.concurrency * Math.max(1, enabled.length) + 10, shutdown.signal);
   const workers: Worker[] = [];
 
-  // When each settled job's own key is due next (runJob's onSettled), until BullMQ finishes it.
+  // The earliest deadline each settled job recorded for its own key (runJob's onSettled), until
+  // BullMQ finishes it.
   const settledDue = new Map<string, Date | null>();
   const deps = {
     db,
@@ -118,8 +119,9 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
     const onError = (error: unknown) =>
       log.warn("could not schedule next deadline yet; retrying", { domain: job.data.domain, error });
     // A completed job that left nothing due soon: its key is gathered with others and synced
-    // only if the ledger has rows for it. Work due now (a continuation) is synced at once; a
-    // failed attempt may be retried (the job is still there), so it gets the full sync too.
+    // only if the ledger has rows for it (rows others wrote while it ran, such as a claim touched
+    // again, included). Work it left due now (a continuation) is synced at once; a failed
+    // attempt may be retried (the job is still there), so it gets the full sync too.
     const dueSoon = keyDue && keyDue.getTime() <= clock.now().getTime() + FINISHED_GATHER_MS;
     if (completed && !dueSoon) queues.syncFinishedSoon(key, onError);
     else queues.syncSoon(key, onError);

@@ -58,8 +58,9 @@ export interface JobRunnerDeps {
   /** Called with every stored report (callback delivery). */
   onReport?: (report: BatchReport) => Promise<void>;
   /**
-   * Called once the job settled, with when its own key is due next as far as it knows
-   * (ledger/settle.ts): the worker syncs that key once BullMQ has finished the job.
+   * Called once the job settled, with the earliest deadline it recorded for its own key (null:
+   * none): the worker syncs that key once BullMQ has finished the job, at once when that is due
+   * now (a continuation, a touched claim), else after gathering it with others.
    */
   onSettled?: (jobId: string, keyDue: Date | null) => void;
 }
@@ -181,7 +182,7 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
   // left behind (a retry, a recheck) for the deadline jobs: the sink already dropped its
   // continuations.
   const toRecord = input.data.kind === "sweep" && ctx.dryRun ? [] : deadlines.list();
-  const { report: stored, keyDue } = await settleJob(db, {
+  const { report: stored } = await settleJob(db, {
     claimed,
     deadlines: toRecord,
     pruneBefore: new Date(finishedAt.getTime() - (deps.reportRetentionMs ?? DEFAULT_REPORT_RETENTION_MS)),
@@ -206,15 +207,17 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
     },
   });
 
-  deps.onSettled?.(input.id, keyDue);
   // Other keys can be scheduled now. This job's own key is still held by the active job
   // (same id) and is synced by the worker once BullMQ has finished it.
   const own = keyOf(key);
   const others = new Map<string, LedgerKey>();
+  let ownDue: Date | null = null;
   for (const d of toRecord) {
     const k = { domain: d.domain, scope: d.scope };
     if (input.data.kind === "sweep" || keyOf(k) !== own) others.set(keyOf(k), k);
+    else if (!ownDue || d.dueAt < ownDue) ownDue = d.dueAt;
   }
+  deps.onSettled?.(input.id, ownDue);
   void deps.queues.syncManySoon([...others.values()], (failure) =>
     log.warn("could not schedule a deadline yet; retrying", { error: failure }),
   );

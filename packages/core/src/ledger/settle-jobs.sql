@@ -23,9 +23,7 @@
 --   "jobId", "checked", "entries", "cancelled", "nextCursor", "startedAt" and "claimed"
 -- $2 jsonb: deadlines [{"domain", "scope", "reason", "dueAt"}], one per (domain, scope, reason)
 -- $3 timestamptz: now (the deadlines' updated_at)
--- Output: one row per job: id uuid, key_due timestamptz: when the job's own key is due next as
--- far as this statement changed the ledger (null: no rows left; a hint for how soon to sync
--- the key, since rows written by others meanwhile are not counted)
+-- Output: none
 WITH jobs AS (
   SELECT e.job, j.*
     FROM jsonb_array_elements($1::jsonb) AS e(job)
@@ -65,28 +63,14 @@ WITH jobs AS (
                   END,
          version = d.version + 1,
          updated_at = EXCLUDED.updated_at
-  RETURNING d.domain, d.company_id, d.reason, d.due_at
 ), unfolded AS (
   INSERT INTO reclaim_reports_unfolded (figures)
   SELECT j.job - '{id,jobId,checked,entries,cancelled,nextCursor,startedAt,claimed}'::text[]
     FROM jobs j
 )
-INSERT INTO reclaim_batch_reports AS b
+INSERT INTO reclaim_batch_reports
   (id, job_id, domain, company_id, dry_run, checked, candidates, removed, candidate_bytes, reclaimed_bytes,
    skipped, entries, error, cancelled, next_cursor, started_at, finished_at)
 SELECT j.id, j."jobId", j.domain, j.scope, j."dryRun", j.checked, j.candidates, j.removed, j."candidateBytes",
        j."reclaimedBytes", j.skipped, j.entries, j.error, j.cancelled, j."nextCursor", j."startedAt", j."finishedAt"
   FROM jobs j
-RETURNING b.id, (
-  SELECT min(k.due_at)
-    FROM (SELECT r.due_at FROM recorded r WHERE r.domain = b.domain AND r.company_id = b.company_id
-          UNION ALL
-          SELECT d.due_at FROM reclaim_deadlines d
-           WHERE d.domain = b.domain AND d.company_id = b.company_id
-             AND NOT EXISTS (SELECT 1 FROM claimed c
-                              WHERE c.domain = d.domain AND c.scope = d.company_id
-                                AND c.reason = d.reason AND c.version = d.version)
-             AND NOT EXISTS (SELECT 1 FROM recorded r
-                              WHERE r.domain = d.domain AND r.company_id = d.company_id AND r.reason = d.reason)
-         ) AS k
-) AS key_due

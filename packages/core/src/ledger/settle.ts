@@ -51,11 +51,6 @@ export interface Settlement {
 
 export interface Settled {
   report: BatchReport;
-  /**
-   * When the job's own key is due next as far as the settlement left it (null: no rows); a
-   * hint for how soon to sync the key, since others may write rows at any time.
-   */
-  keyDue: Date | null;
 }
 
 export function settleJob(db: Db, settlement: Settlement): Promise<Settled> {
@@ -227,16 +222,8 @@ async function foldAll(db: Db, shard: number): Promise<number> {
 
 async function settleAll(db: Db, settlements: Settlement[]): Promise<Settled[]> {
   const ids = settlements.map(() => randomUUID());
-  const rows = await runStatement<{ id: string; key_due: Date | null }>(
-    settlePoolOf(db),
-    SETTLE_JOBS,
-    settlementValues(ids, settlements),
-  );
-  const due = new Map(rows.map((r) => [r.id, r.key_due]));
-  return settlements.map((s, i) => ({
-    report: storedReport(ids[i]!, s.report),
-    keyDue: due.get(ids[i]!) ?? null,
-  }));
+  await runStatement(settlePoolOf(db), SETTLE_JOBS, settlementValues(ids, settlements));
+  return settlements.map((s, i) => ({ report: storedReport(ids[i]!, s.report) }));
 }
 
 /**
