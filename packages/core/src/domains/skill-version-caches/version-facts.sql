@@ -21,7 +21,10 @@
 --   recovery_selection_unknown       (same on every row) an unsettled recovery pin has no version
 --   unwritten_tables                 (same on every row) which of $4 nothing but Reclaim writes here:
 --                                    the rule of sources/unwritten-tables.sql, read in this round trip
--- Works on Paperclip's full tables and on Reclaim's mirror alike.
+-- Works on Paperclip's full tables and on Reclaim's mirror alike. Each entry's version and package
+-- are read by their keys, one lookup each (lateral subqueries, OFFSET 0 keeps them from being
+-- joined otherwise): a join could be planned as a scan of every version and package of the
+-- instance, and the statement is prepared once per connection (queries.ts), its plan kept.
 WITH entries AS (
   SELECT DISTINCT e ->> 'skillId' AS skill_id, e ->> 'versionId' AS version_id
     FROM jsonb_array_elements($2::jsonb) e
@@ -73,6 +76,11 @@ SELECT e.skill_id,
        c.unwritten_tables
   FROM entries e
   CROSS JOIN company c
-  LEFT JOIN company_skill_versions v ON v.id = e.version_id::uuid
-  LEFT JOIN company_skill_version_packages p
-         ON p.company_skill_version_id = e.version_id::uuid AND p.company_id = $1::uuid
+  LEFT JOIN LATERAL (SELECT id, company_id, company_skill_id, revision_number
+                       FROM company_skill_versions
+                      WHERE id = e.version_id::uuid
+                     OFFSET 0) AS v ON true
+  LEFT JOIN LATERAL (SELECT kind, storage_key, byte_size, recipe, externally_durable
+                       FROM company_skill_version_packages
+                      WHERE company_skill_version_id = e.version_id::uuid AND company_id = $1::uuid
+                     OFFSET 0) AS p ON true
