@@ -6,8 +6,8 @@
  * whose listing, times, contents and access times are compared before and after.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
-import fsp, { mkdir, readdir, rename, symlink, writeFile } from "node:fs/promises";
+import fs, { existsSync, renameSync, symlinkSync } from "node:fs";
+import { mkdir, readdir, rename, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { ensureDirBelow, PathRefused, ProvenDir, provenDirBelow } from "@reclaim/core";
 import { outsideDir, tempDir, type Outside } from "@reclaim/testkit";
@@ -93,6 +93,11 @@ describe("a settled directory (settledChild): one confirm after a read stands fo
     await rename(path.join(root.path, "a"), path.join(root.path, "a-moved"));
     await symlink(outside.path, path.join(root.path, "a"));
   };
+  /** The same, from inside a synchronous listing. */
+  const swapASync = () => {
+    renameSync(path.join(root.path, "a"), path.join(root.path, "a-moved"));
+    symlinkSync(outside.path, path.join(root.path, "a"));
+  };
   /** What changed outside, reads aside (a path-based read is refused after it, not before). */
   const written = async () => (await outside.changes()).filter((change) => !change.endsWith(": read"));
   beforeEach(async () => {
@@ -123,10 +128,10 @@ describe("a settled directory (settledChild): one confirm after a read stands fo
 
   it("a level above swapped for a link during a settled listing: the listing is refused by the confirm after it", async () => {
     const b = (await (await (await ProvenDir.top(root.path))!.settledChild("a"))!.settledChild("b"))!;
-    const readdirOf = fsp.readdir;
-    jest.spyOn(fsp, "readdir").mockImplementation((async (...args: Parameters<typeof readdirOf>) => {
+    const readdirOf = fs.readdirSync;
+    jest.spyOn(fs, "readdirSync").mockImplementation(((...args: Parameters<typeof readdirOf>) => {
       // Right before the readdir, after the confirm that precedes it.
-      if (args[0] === b.path) await swapA();
+      if (args[0] === b.path) swapASync();
       return readdirOf(...args);
     }) as typeof readdirOf);
     expect(await refusal(b.list())).toBe("path_changed a/b");

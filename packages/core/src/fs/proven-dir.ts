@@ -42,9 +42,8 @@
  * `not_a_directory`, `path_changed`) and keep everything below it.
  */
 import { constants, type Dirent, type Stats } from "node:fs";
-// A listing stays on node:fs/promises (once per directory; tests hook it to swap a level mid-listing).
-import { mkdir, open, readdir } from "node:fs/promises";
-import { lstat, rename, rmdir, stat } from "./calls";
+import { mkdir, open } from "node:fs/promises";
+import { lstat, readdirTyped, rename, rmdir, stat } from "./calls";
 import path from "node:path";
 import { errnoCode, readFileBounded, type BoundedRead } from "@reclaim/shared";
 import type { Identity } from "./tree";
@@ -179,7 +178,7 @@ export class ProvenDir {
    */
   async listUnconfirmed(): Promise<Dirent[]> {
     try {
-      return await readdir(this.path, { withFileTypes: true });
+      return await readdirTyped(this.path);
     } catch (error) {
       if (absent(error)) return [];
       throw error;

@@ -8,7 +8,8 @@
  * (listing, times, contents; atimes show nothing read) and the report names the link `symlink`.
  */
 import { randomUUID } from "node:crypto";
-import fsp, { rename, rm, symlink } from "node:fs/promises";
+import fs, { renameSync, symlinkSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import path from "node:path";
 import { sessionsTop, surveySession } from "@reclaim/core/src/domains/native-session-backups/survey";
 import { daysAgo, outsideDir, outsideDirs, startStack, type Stack } from "@reclaim/testkit";
@@ -194,13 +195,13 @@ describe("a level swapped for a link while its session is surveyed (one confirm 
         OLD,
       );
       try {
-        const readdirOf = fsp.readdir;
-        jest.spyOn(fsp, "readdir").mockImplementation((async (...args: Parameters<typeof readdirOf>) => {
-          const listed = await readdirOf(...args);
+        const readdirOf = fs.readdirSync;
+        jest.spyOn(fs, "readdirSync").mockImplementation(((...args: Parameters<typeof readdirOf>) => {
+          const listed = readdirOf(...args);
           // The level was proven and settled; it is swapped right after its listing.
           if (args[0] === at) {
-            await rename(at, `${at}-moved`);
-            await symlink(outside.path, at);
+            renameSync(at, `${at}-moved`);
+            symlinkSync(outside.path, at);
           }
           return listed;
         }) as typeof readdirOf);
