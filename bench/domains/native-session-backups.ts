@@ -187,6 +187,7 @@ async function main() {
         const { report, queries } = await bench.run("native-session-backups", INSTANCE_SCOPE, {
           instanceRoot: root,
           dryRun,
+          counting: true,
         });
         if (report.error) throw new Error(report.error);
         batches.push({ entries: report.checked, queries });

@@ -252,7 +252,7 @@ async function main() {
       const batches = [];
       for (const size of [10, 50]) {
         const c = await company(bench, 1, size);
-        const { report, queries } = await bench.run("skill-version-caches", c.id, { dryRun });
+        const { report, queries } = await bench.run("skill-version-caches", c.id, { dryRun, counting: true });
         if (report.error) throw new Error(report.error);
         batches.push({ entries: report.checked, queries });
         process.stdout.write(

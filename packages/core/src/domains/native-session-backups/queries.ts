@@ -1,6 +1,10 @@
-/** The database reads and writes of this domain (SQL in the .sql files beside this one). */
-import type { Db, Tx } from "../../db";
-import { sqlFile } from "../../db/sql";
+/**
+ * The database reads and writes of this domain (SQL in the .sql files beside this one). Those
+ * of a job's transaction are prepared statements on that transaction's own connection
+ * (db/statements.ts): planned once per connection, not compiled and planned on every batch.
+ */
+import { runStatementIn, type Db, type Tx } from "../../db";
+import { sqlFile, statement } from "../../db/sql";
 import type { LiveSession, SessionFacts } from "./rules";
 import type { ControlPlaneState } from "./survey";
 
@@ -8,33 +12,31 @@ export interface SessionInput extends ControlPlaneState {
   scope: string;
 }
 
+const SESSION_FACTS = statement(__dirname, "session-facts.sql");
+const LOCK_SESSION_ROWS = statement(__dirname, "lock-session-rows.sql");
+const DELETE_TASK_SESSIONS = statement(__dirname, "delete-task-sessions.sql");
+const CONFIRMED_RETIREMENTS = statement(__dirname, "confirmed-retirements.sql");
+
 export async function sessionFacts(tx: Tx, sessions: SessionInput[]): Promise<Map<string, SessionFacts>> {
   if (sessions.length === 0) return new Map();
-  const rows = await tx.$queryRawUnsafe<SessionFacts[]>(
-    sqlFile(__dirname, "session-facts.sql"),
-    JSON.stringify(sessions),
-  );
+  const rows = await runStatementIn<SessionFacts>(tx, SESSION_FACTS, [JSON.stringify(sessions)]);
   return new Map(rows.map((r) => [r.scope, r]));
 }
 
 export async function lockSessionRows(tx: Tx, facts: SessionFacts[]): Promise<void> {
   if (facts.length === 0) return;
-  await tx.$queryRawUnsafe(
-    sqlFile(__dirname, "lock-session-rows.sql"),
+  await runStatementIn(tx, LOCK_SESSION_ROWS, [
     JSON.stringify({
       runIds: facts.flatMap((f) => f.run_ids),
       issueIds: facts.flatMap((f) => f.issue_ids),
       taskSessionIds: facts.flatMap((f) => f.task_session_ids),
     }),
-  );
+  ]);
 }
 
 export async function deleteTaskSessions(tx: Tx, ids: string[]): Promise<string[]> {
   if (ids.length === 0) return [];
-  const rows = await tx.$queryRawUnsafe<{ id: string }[]>(
-    sqlFile(__dirname, "delete-task-sessions.sql"),
-    JSON.stringify(ids),
-  );
+  const rows = await runStatementIn<{ id: string }>(tx, DELETE_TASK_SESSIONS, [JSON.stringify(ids)]);
   return rows.map((r) => r.id);
 }
 
@@ -89,10 +91,7 @@ export async function confirmedRetirementsIn(
   folders: { folder: string; retiring: string[] }[],
 ): Promise<Set<string>> {
   if (folders.length === 0) return new Set();
-  const rows = await tx.$queryRawUnsafe<{ path: string }[]>(
-    sqlFile(__dirname, "confirmed-retirements.sql"),
-    JSON.stringify(folders),
-  );
+  const rows = await runStatementIn<{ path: string }>(tx, CONFIRMED_RETIREMENTS, [JSON.stringify(folders)]);
   return new Set(rows.map((r) => r.path));
 }
 
