@@ -29,8 +29,12 @@ WITH ids AS (
   SELECT DISTINCT value::uuid AS id FROM jsonb_array_elements_text($1::jsonb)
 ),
 runs AS (
+  -- Each run by its primary key, one lookup per id (OFFSET 0 keeps the lookup from being
+  -- joined otherwise): a join could be planned as a scan of every run of the instance, and the
+  -- statement is prepared once per connection, its plan kept.
   SELECT r.*, to_jsonb(r) -> 'runner_profile_json' -> 'nativeWorkspaceSync' AS sync_ref
-    FROM heartbeat_runs r JOIN ids ON ids.id = r.id
+    FROM ids
+   CROSS JOIN LATERAL (SELECT * FROM heartbeat_runs WHERE id = ids.id OFFSET 0) AS r
 ),
 open_actions AS (
   SELECT a.evidence ->> 'runId' AS run_id, a.cause, a.evidence

@@ -1,0 +1,76 @@
+/**
+ * The runs behind a batch of sync folders (run-state.sql) are read by key: each run by its
+ * primary key, whatever the number of runs of the instance, under custom and generic plans,
+ * on a database whose tables were never analyzed (a young one, as a fresh install's) and on an
+ * analyzed one. A join was planned as a scan of every run of the instance for each batch
+ * (bench/platform/sync-folders.ts: 4-6 ms of a batch of 50 folders at 3,000-10,000 runs).
+ * Real PostgreSQL.
+ */
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import { createDb, poolOf, sqlFile, type Db } from "@reclaim/core";
+import { createTestDatabase, type TestDatabase } from "@reclaim/testkit";
+
+const SQL = path.join(__dirname, "../../src/domains/native-workspace-sync");
+let database: TestDatabase;
+let db: Db;
+beforeAll(async () => {
+  database = await createTestDatabase();
+  db = createDb(database.url);
+});
+afterAll(async () => {
+  await db.$disconnect();
+  await database.drop();
+});
+
+/** Rows each table scan of the plan read (returned and filtered out), by table. */
+function rowsRead(plan: unknown): Map<string, number> {
+  const read = new Map<string, number>();
+  const walk = (node: Record<string, unknown>) => {
+    const table = node["Relation Name"];
+    if (typeof table === "string" && String(node["Node Type"]).includes("Scan")) {
+      const rows =
+        (Number(node["Actual Rows"]) + Number(node["Rows Removed by Filter"] ?? 0)) *
+        Number(node["Actual Loops"] ?? 1);
+      read.set(table, (read.get(table) ?? 0) + rows);
+    }
+    for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
+  };
+  walk((plan as { Plan: Record<string, unknown> }[])[0]!.Plan);
+  return read;
+}
+
+it("reads each run of the batch by its primary key, however many runs the instance holds, planned young or analyzed, custom or generic", async () => {
+  const runs = Array.from({ length: 3000 }, () => randomUUID());
+  await poolOf(db).query(
+    `INSERT INTO heartbeat_runs (id, company_id, status, finished_at, runner_profile_json)
+     SELECT r, $2::uuid, 'succeeded', now() - interval '9 days',
+            '{"nativeWorkspaceSync": {"schema": "paperclip.native-workspace-sync/v1", "state": "finalized", "leaseId": "x"}}'::jsonb
+       FROM unnest($1::uuid[]) AS r`,
+    [runs, randomUUID()],
+  );
+  const batch = runs.slice(1000, 1050);
+  const client = await poolOf(db).connect();
+  try {
+    for (const analyzed of [false, true]) {
+      if (analyzed) await client.query("ANALYZE heartbeat_runs");
+      for (const mode of ["force_custom_plan", "force_generic_plan"]) {
+        await client.query(`SET plan_cache_mode = ${mode}`);
+        await client.query(`PREPARE run_state (jsonb) AS ${sqlFile(SQL, "run-state.sql")}`);
+        const { rows } = await client.query<{ "QUERY PLAN": unknown }>(
+          `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE run_state (${client.escapeLiteral(JSON.stringify(batch))})`,
+        );
+        await client.query("DEALLOCATE run_state");
+        const read = rowsRead(rows[0]!["QUERY PLAN"]);
+        expect({ analyzed, mode, runs: read.get("heartbeat_runs") }).toEqual({
+          analyzed,
+          mode,
+          runs: batch.length,
+        });
+      }
+    }
+  } finally {
+    await client.query("RESET plan_cache_mode");
+    client.release();
+  }
+});
