@@ -140,11 +140,11 @@ interface Beginnings {
   /** Settles once the last transaction to begin has begun (or failed to). */
   last: Promise<void>;
 }
-const beginnings = new WeakMap<object, Beginnings>();
+const beginnings = new WeakMap<pg.Pool, Beginnings>();
 
-function beginningsOf(key: object): Beginnings {
-  let found = beginnings.get(key);
-  if (!found) beginnings.set(key, (found = { open: null, last: Promise.resolve() }));
+function beginningsOf(pool: pg.Pool): Beginnings {
+  let found = beginnings.get(pool);
+  if (!found) beginnings.set(pool, (found = { open: null, last: Promise.resolve() }));
   return found;
 }
 
