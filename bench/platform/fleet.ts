@@ -349,11 +349,10 @@ export async function createFloorTable(databaseUrl: string): Promise<void> {
 /**
  * PostgreSQL connections a Reclaim fleet may open at once: each worker process's pool is
  * sized concurrency x enabled domains + 4 (apps/worker createDb; one domain here) plus the
- * settlement's own connection, the
- * scheduler's 10.
+ * settlement's own connection, the scheduler's 10 and its fold's one.
  */
 export const reclaimConnections = (setup: Pick<Setup, "processes" | "concurrency">) =>
-  setup.processes * (setup.concurrency + 5) + 10;
+  setup.processes * (setup.concurrency + 5) + 11;
 
 /** Connections the server still accepts (max_connections less those open and those reserved). */
 export async function freeConnections(databaseUrl: string): Promise<number> {

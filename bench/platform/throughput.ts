@@ -9,7 +9,7 @@
  * Also printed: CPU per job of the worker processes and of this process (producer/scheduler).
  *
  * A configuration whose Reclaim fleet may open more PostgreSQL connections than the shared
- * server has left (3 processes at concurrency 32: 3 x 37 + 10 = 121 against max_connections
+ * server has left (3 processes at concurrency 32: 3 x 37 + 11 = 122 against max_connections
  * 100) runs, baselines and Reclaim alike, on a private server started for the run
  * (../private-postgres.ts: max_connections for the largest fleet of the run, every other
  * setting copied from the shared server; fsync and synchronous_commit stay on, as there, so
