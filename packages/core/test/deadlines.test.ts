@@ -28,6 +28,8 @@ import {
 import {
   createTestDatabase,
   deleteKeys,
+  planNodes,
+  tableScans,
   TEST_REDIS_URL,
   uniquePrefix,
   type TestDatabase,
@@ -247,28 +249,6 @@ function settlementLiterals(
         : client.escapeLiteral(v instanceof Date ? v.toISOString() : String(v)),
     )
     .join(", ");
-}
-
-/** Every scan of a table in an `EXPLAIN (ANALYZE, FORMAT JSON)` plan, with the rows it read (returned and filtered out). */
-function tableScans(rows: { "QUERY PLAN": unknown }[]): [string, string, number][] {
-  return planNodes(rows)
-    .filter((n) => String(n["Node Type"]).includes("Scan") && typeof n["Relation Name"] === "string")
-    .map((n): [string, string, number] => [
-      String(n["Relation Name"]),
-      String(n["Node Type"]),
-      (Number(n["Actual Rows"]) + Number(n["Rows Removed by Filter"] ?? 0)) * Number(n["Actual Loops"] ?? 1),
-    ]);
-}
-
-/** Every node of the plan an `EXPLAIN (FORMAT JSON)` returned, depth first. */
-function planNodes(rows: { "QUERY PLAN": unknown }[]): Record<string, unknown>[] {
-  const nodes: Record<string, unknown>[] = [];
-  const walk = (node: Record<string, unknown>) => {
-    nodes.push(node);
-    for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
-  };
-  walk((rows[0]!["QUERY PLAN"] as { Plan: Record<string, unknown> }[])[0]!.Plan);
-  return nodes;
 }
 
 describe("the ledger claim", () => {

@@ -8,3 +8,4 @@ export * from "./processes";
 export * from "./s3/rgw";
 export * from "./s3/test-bucket";
 export * from "./outside";
+export * from "./plans";

@@ -9,7 +9,7 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { createDb, poolOf, sqlFile, type Db } from "@reclaim/core";
-import { createTestDatabase, type TestDatabase } from "@reclaim/testkit";
+import { createTestDatabase, rowsReadByTable, type TestDatabase } from "@reclaim/testkit";
 
 const SQL = path.join(__dirname, "../../src/domains/native-workspace-sync");
 let database: TestDatabase;
@@ -22,23 +22,6 @@ afterAll(async () => {
   await db.$disconnect();
   await database.drop();
 });
-
-/** Rows each table scan of the plan read (returned and filtered out), by table. */
-function rowsRead(plan: unknown): Map<string, number> {
-  const read = new Map<string, number>();
-  const walk = (node: Record<string, unknown>) => {
-    const table = node["Relation Name"];
-    if (typeof table === "string" && String(node["Node Type"]).includes("Scan")) {
-      const rows =
-        (Number(node["Actual Rows"]) + Number(node["Rows Removed by Filter"] ?? 0)) *
-        Number(node["Actual Loops"] ?? 1);
-      read.set(table, (read.get(table) ?? 0) + rows);
-    }
-    for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
-  };
-  walk((plan as { Plan: Record<string, unknown> }[])[0]!.Plan);
-  return read;
-}
 
 it("reads each run of the batch by its primary key, however many runs the instance holds, planned young or analyzed, custom or generic", async () => {
   const runs = Array.from({ length: 3000 }, () => randomUUID());
@@ -61,7 +44,7 @@ it("reads each run of the batch by its primary key, however many runs the instan
           `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE run_state (${client.escapeLiteral(JSON.stringify(batch))})`,
         );
         await client.query("DEALLOCATE run_state");
-        const read = rowsRead(rows[0]!["QUERY PLAN"]);
+        const read = rowsReadByTable(rows);
         expect({ analyzed, mode, runs: read.get("heartbeat_runs") }).toEqual({
           analyzed,
           mode,

@@ -9,7 +9,7 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { createDb, poolOf, sqlFile, type Db } from "@reclaim/core";
-import { createTestDatabase, type TestDatabase } from "@reclaim/testkit";
+import { createTestDatabase, rowsReadByTable, type TestDatabase } from "@reclaim/testkit";
 
 const SQL = path.join(__dirname, "../../src/domains/skill-version-caches");
 let database: TestDatabase;
@@ -56,23 +56,6 @@ async function seed(
   return out;
 }
 
-/** Rows each table scan of the plan read (returned and filtered out), by table. */
-function rowsRead(plan: unknown): Map<string, number> {
-  const read = new Map<string, number>();
-  const walk = (node: Record<string, unknown>) => {
-    const table = node["Relation Name"];
-    if (typeof table === "string" && String(node["Node Type"]).includes("Scan")) {
-      const rows =
-        (Number(node["Actual Rows"]) + Number(node["Rows Removed by Filter"] ?? 0)) *
-        Number(node["Actual Loops"] ?? 1);
-      read.set(table, (read.get(table) ?? 0) + rows);
-    }
-    for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
-  };
-  walk((plan as { Plan: Record<string, unknown> }[])[0]!.Plan);
-  return read;
-}
-
 it("reads each entry's version and package by key, however many the instance holds, planned young or analyzed, custom or generic", async () => {
   const companies = await seed(30); // 3,000 versions and packages
   const batch = companies[7]!;
@@ -91,7 +74,7 @@ it("reads each entry's version and package by key, however many the instance hol
           `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE facts (${client.escapeLiteral(batch.companyId)}, ${client.escapeLiteral(JSON.stringify(refs))}, 3, '{company_skill_run_pins}')`,
         );
         await client.query("DEALLOCATE facts");
-        const read = rowsRead(rows[0]!["QUERY PLAN"]);
+        const read = rowsReadByTable(rows);
         expect({
           analyzed,
           mode,
