@@ -9,7 +9,15 @@ import { execFileSync } from "node:child_process";
 import fs, { existsSync, renameSync, symlinkSync } from "node:fs";
 import { mkdir, readdir, rename, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { ensureDirBelow, PathRefused, ProvenDir, provenDirBelow } from "@reclaim/core";
+import {
+  ensureDirBelow,
+  forgetListings,
+  PathRefused,
+  ProvenDir,
+  provenDirBelow,
+  REUSED_LISTING_MIN_ENTRIES,
+  UNCHANGED_MARGIN_MS,
+} from "@reclaim/core";
 import { outsideDir, tempDir, type Outside } from "@reclaim/testkit";
 
 let root: { path: string; remove(): Promise<void> };
@@ -199,5 +207,141 @@ describe("a path deep below the top folder (proven-path.ts)", () => {
     expect(made).toBeInstanceOf(ProvenDir);
     expect(existsSync(path.join(root.path, "a", "c", "d"))).toBe(true);
     expect(await outside.changes()).toEqual([]);
+  });
+});
+
+describe("a large directory's listing is reused while the directory is unchanged (listings.ts)", () => {
+  const readdirOf = fs.readdirSync;
+  /** readdir calls of `dir` since the last call. */
+  let reads: (dir: string) => number;
+  /** Date.now() ahead of the filesystem's clock: a directory just made looks settled long ago. */
+  const later = (ms: number) => {
+    const now = Date.now;
+    jest.spyOn(Date, "now").mockImplementation(() => now.call(Date) + ms);
+  };
+  beforeEach(() => {
+    const calls = new Map<string, number>();
+    jest.spyOn(fs, "readdirSync").mockImplementation(((...args: Parameters<typeof readdirOf>) => {
+      calls.set(String(args[0]), (calls.get(String(args[0])) ?? 0) + 1);
+      return readdirOf(...args);
+    }) as typeof readdirOf);
+    reads = (dir) => {
+      const n = calls.get(dir) ?? 0;
+      calls.delete(dir);
+      return n;
+    };
+  });
+  afterEach(() => {
+    jest.restoreAllMocks();
+    forgetListings();
+  });
+  const fill = async (dir: string, count: number) => {
+    await mkdir(dir, { recursive: true });
+    await Promise.all(Array.from({ length: count }, (_, i) => writeFile(path.join(dir, `e${i}`), "")));
+  };
+  const names = async (dir: ProvenDir) => (await dir.list()).map((e) => e.name).sort();
+
+  it("an unchanged directory is read once, and every change of its entries is seen at the next listing", async () => {
+    const at = path.join(root.path, "big");
+    await fill(at, REUSED_LISTING_MIN_ENTRIES);
+    later(UNCHANGED_MARGIN_MS + 1000);
+    const big = (await (await ProvenDir.top(root.path))!.settledChild("big"))!;
+    const first = await names(big);
+    expect(first).toHaveLength(REUSED_LISTING_MIN_ENTRIES);
+    expect(await names(big)).toEqual(first);
+    expect(await names(big)).toEqual(first);
+    expect(reads(at)).toBe(1);
+
+    // Each change is read at the next listing (which is kept in turn: the clock is ahead).
+    const changes: [string, () => Promise<unknown>, (list: string[]) => boolean][] = [
+      ["created", () => writeFile(path.join(at, "new"), ""), (l) => l.includes("new")],
+      ["removed", () => fs.promises.unlink(path.join(at, "e0")), (l) => !l.includes("e0")],
+      [
+        "renamed within",
+        () => rename(path.join(at, "e1"), path.join(at, "e1-renamed")),
+        (l) => l.includes("e1-renamed") && !l.includes("e1"),
+      ],
+      [
+        "moved in",
+        async () => {
+          await writeFile(path.join(root.path, "from-outside"), "");
+          await rename(path.join(root.path, "from-outside"), path.join(at, "moved-in"));
+        },
+        (l) => l.includes("moved-in"),
+      ],
+      ["moved out", () => rename(path.join(at, "e2"), path.join(root.path, "e2")), (l) => !l.includes("e2")],
+    ];
+    for (const [what, change, seen] of changes) {
+      await change();
+      expect([what, seen(await names(big)), seen(await names(big)), reads(at)]).toEqual([
+        what,
+        true,
+        true,
+        1,
+      ]);
+    }
+  });
+
+  it("a change that sets the directory's times back (utimes) is seen: its ctime moved", async () => {
+    const at = path.join(root.path, "big");
+    await fill(at, REUSED_LISTING_MIN_ENTRIES);
+    const { atime, mtime } = await fs.promises.stat(at);
+    later(UNCHANGED_MARGIN_MS + 1000);
+    const big = (await ProvenDir.top(at))!;
+    await big.list();
+    await writeFile(path.join(at, "planted"), "");
+    await fs.promises.utimes(at, atime, mtime);
+    expect(await names(big)).toContain("planted");
+    expect(reads(at)).toBe(2);
+  });
+
+  it("a listing read within the margin of the directory's last change is not reused (the same clock tick)", async () => {
+    const at = path.join(root.path, "big");
+    await fill(at, REUSED_LISTING_MIN_ENTRIES);
+    const big = (await ProvenDir.top(at))!;
+    await big.list();
+    await big.list();
+    expect(reads(at)).toBe(2);
+  });
+
+  it("a small directory is read every time", async () => {
+    const at = path.join(root.path, "small");
+    await fill(at, REUSED_LISTING_MIN_ENTRIES - 1);
+    later(UNCHANGED_MARGIN_MS + 1000);
+    const small = (await ProvenDir.top(at))!;
+    await small.list();
+    await small.list();
+    expect(reads(at)).toBe(2);
+  });
+
+  it("another directory put at the same path is read", async () => {
+    const at = path.join(root.path, "big");
+    await fill(at, REUSED_LISTING_MIN_ENTRIES);
+    await fill(path.join(root.path, "other"), REUSED_LISTING_MIN_ENTRIES);
+    await writeFile(path.join(root.path, "other", "only-in-other"), "");
+    later(UNCHANGED_MARGIN_MS + 1000);
+    const top = (await ProvenDir.top(root.path))!;
+    const big = (await top.settledChild("big"))!;
+    await big.list();
+    await rename(at, path.join(root.path, "big-moved"));
+    await rename(path.join(root.path, "other"), at);
+    // The confirm before the listing refuses the other directory; proven again, it is read.
+    expect(await refusal(big.list())).toBe("path_changed big");
+    expect(await names((await top.settledChild("big"))!)).toContain("only-in-other");
+    expect(reads(at)).toBe(2);
+  });
+
+  it("an unsettled directory's reused listing still rechecks every level: a level swapped for a link to it is refused", async () => {
+    const at = path.join(root.path, "a", "b");
+    await fill(at, REUSED_LISTING_MIN_ENTRIES);
+    later(UNCHANGED_MARGIN_MS + 1000);
+    const prove = async () => (await (await (await ProvenDir.top(root.path))!.child("a"))!.child("b"))!;
+    await (await prove()).list(); // kept (and that `b` settled by its recheck)
+    const unsettled = await prove();
+    // `a` moved, a link to it in its place: the path still leads to the very same `b`.
+    await rename(path.join(root.path, "a"), path.join(root.path, "a-moved"));
+    await symlink(path.join(root.path, "a-moved"), path.join(root.path, "a"));
+    expect(await refusal(unsettled.list())).toBe("symlink a");
+    expect(reads(at)).toBe(1);
   });
 });

@@ -3,6 +3,7 @@ export * from "./retired-names";
 export * from "./tree";
 export * from "./remove-tree";
 export * from "./proven-dir";
+export * from "./listings";
 export * from "./retire";
 export * from "./leftovers";
 export * from "./proven-path";

@@ -16,7 +16,8 @@
  *   - `dir.list()`: `confirm` (below), readdir with file types (d_type: no lstat per name),
  *     then `recheck`: every level lstat'ed again, same identity, still no link. A listing taken
  *     while any level was swapped is discarded (`PathRefused`). A settled directory (below)
- *     needs only a `confirm` after the readdir.
+ *     needs only a `confirm` after the readdir. A large directory unchanged since its last
+ *     listing is not read again (listings.ts).
  *   - Per entry only one more syscall: `dir.lstatEntry(name)`, and `dir.confirm()` (one lstat
  *     of the proven directory itself) before and after a rename, a write or a read: any level
  *     above replaced by a link would lead the path to another directory, whose identity differs.
@@ -44,6 +45,7 @@
 import { constants, type Dirent, type Stats } from "node:fs";
 import { mkdir, open } from "node:fs/promises";
 import { lstat, readdirTyped, rename, rmdir, stat } from "./calls";
+import { keepListing, reusableListing } from "./listings";
 import path from "node:path";
 import { errnoCode, readFileBounded, type BoundedRead } from "@reclaim/shared";
 import type { Identity } from "./tree";
@@ -155,20 +157,29 @@ export class ProvenDir {
 
   /**
    * The entries of this directory with their types (from the listing, no lstat per entry).
-   * None when it is gone. Discarded, with `PathRefused`, when any level changed meanwhile.
+   * None when it is gone. Discarded, with `PathRefused`, when any level changed meanwhile. A
+   * large directory's listing is reused while the directory is unchanged (listings.ts): then
+   * the confirm before is the only syscall (the levels rechecked when not settled).
    */
-  async list(): Promise<Dirent[]> {
+  async list(): Promise<readonly Dirent[]> {
+    const startedAt = Date.now();
     // Before: a level replaced by a link since it was proven leads here elsewhere; nothing is read.
+    let before: Stats;
     try {
-      await this.confirm();
+      before = await this.confirm();
     } catch (error) {
       if (error instanceof PathRefused && error.reason === "missing") return [];
       throw error;
     }
+    const reused = reusableListing(this.path, before);
+    if (reused !== null) {
+      if (!this.settled) await this.recheck();
+      return reused;
+    }
     const entries = await this.listUnconfirmed();
     // After: settled, a level swapped for a link meanwhile leads the path elsewhere now.
-    if (this.settled) await this.confirm();
-    else await this.recheck();
+    const after = this.settled ? await this.confirm() : await this.recheck();
+    keepListing(this.path, before, after, startedAt, entries);
     return entries;
   }
 
@@ -193,10 +204,11 @@ export class ProvenDir {
   /**
    * Every level again, top down: still a real directory with the identity it was proven with
    * (the top folder: followed, as configured). Throws `PathRefused` naming the first that is not.
+   * Returns the stat of this directory, the last level.
    */
-  async recheck(): Promise<void> {
+  async recheck(): Promise<Stats> {
+    let info!: Stats;
     for (const [i, level] of this.levels.entries()) {
-      let info: Stats;
       try {
         info = i === 0 ? await stat(level.path) : await lstat(level.path);
       } catch (error) {
@@ -208,13 +220,15 @@ export class ProvenDir {
         throw new PathRefused("path_changed", level.path);
     }
     this.settled = true;
+    return info;
   }
 
   /**
    * One lstat of this directory: still the one that was proven. Enough around an operation on
-   * one entry: a level above replaced by a link leads the path to another directory.
+   * one entry: a level above replaced by a link leads the path to another directory. Returns
+   * the stat it made.
    */
-  async confirm(): Promise<void> {
+  async confirm(): Promise<Stats> {
     let info: Stats;
     try {
       info = this.levels.length === 1 ? await stat(this.path) : await lstat(this.path);
@@ -227,6 +241,7 @@ export class ProvenDir {
     const { dev, ino } = this.identity;
     if (!info.isDirectory() || info.dev !== dev || info.ino !== ino)
       throw new PathRefused("path_changed", this.path);
+    return info;
   }
 
   /** Reads the file `name` (never through a link, at most `limit` bytes), confirming this directory around it. */

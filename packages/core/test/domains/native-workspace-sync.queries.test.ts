@@ -4,12 +4,13 @@
  * on a database whose tables were never analyzed (a young one, as a fresh install's) and on an
  * analyzed one. A join was planned as a scan of every run of the instance for each batch
  * (bench/platform/sync-folders.ts: 4-6 ms of a batch of 50 folders at 3,000-10,000 runs).
- * Real PostgreSQL.
+ * And a company job finds its first runs in name order (companyRunsInOrder). Real PostgreSQL.
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { createDb, poolOf, sqlFile, type Db } from "@reclaim/core";
 import { createTestDatabase, rowsReadByTable, type TestDatabase } from "@reclaim/testkit";
+import { companyRunsInOrder } from "../../src/domains/native-workspace-sync/queries";
 
 const SQL = path.join(__dirname, "../../src/domains/native-workspace-sync");
 let database: TestDatabase;
@@ -56,4 +57,40 @@ it("reads each run of the batch by its primary key, however many runs the instan
     await client.query("RESET plan_cache_mode");
     client.release();
   }
+});
+
+it("a company job's folders are the company's first runs in name order: names without a run, other companies' runs and runs gone are passed over, and a run that appears for a name seen without one is found", async () => {
+  const [company, other] = [randomUUID(), randomUUID()];
+  const ids = Array.from({ length: 60 }, () => randomUUID()).sort();
+  // Every third name is the company's run, every third another company's, the rest no run.
+  const owner = (i: number) => [company, other, null][i % 3];
+  const insert = (list: string[], companyId: string) =>
+    poolOf(db).query(
+      `INSERT INTO heartbeat_runs (id, company_id, status) SELECT r, $2::uuid, 'running' FROM unnest($1::uuid[]) AS r`,
+      [list, companyId],
+    );
+  await insert(
+    ids.filter((_, i) => owner(i) === company),
+    company,
+  );
+  await insert(
+    ids.filter((_, i) => owner(i) === other),
+    other,
+  );
+  const mine = ids.filter((_, i) => owner(i) === company);
+  const first = async (after: number, limit: number) =>
+    (await companyRunsInOrder(db, ids.slice(after), company, limit)).map((r) => r.id);
+
+  expect(await first(0, 5)).toEqual(mine.slice(0, 5));
+  // Known now: the same answer, from the names up to the fifth run.
+  expect(await first(0, 5)).toEqual(mine.slice(0, 5));
+  expect(await first(31, 5)).toEqual(mine.filter((id) => id > ids[30]!).slice(0, 5));
+  expect(await first(0, 100)).toEqual(mine);
+  // Two of the first five runs gone: the next ones take their place.
+  await poolOf(db).query("DELETE FROM heartbeat_runs WHERE id = ANY($1::uuid[])", [[mine[1], mine[3]]]);
+  expect(await first(0, 5)).toEqual([mine[0], mine[2], ...mine.slice(4, 7)]);
+  // A run of the company that appears for a name seen without one is found.
+  const late = ids[2]!; // no run so far
+  await insert([late], company);
+  expect(await first(0, 2)).toEqual([mine[0], late]);
 });

@@ -146,7 +146,7 @@ export async function surveyWorkspace(
     if (rootInfo !== null && !rootInfo.isDirectory()) unknownNested.push(NESTED_DIR);
     if (rootInfo?.isDirectory()) {
       const nestedRoot = dir.childFrom(NESTED_DIR, rootInfo);
-      const entries = (await nestedRoot.list()).sort((a, b) =>
+      const entries = [...(await nestedRoot.list())].sort((a, b) =>
         a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
       );
       for (const entry of entries) {

@@ -1,8 +1,8 @@
 /**
  * One batch of native workspace sync retention for a scope.
  *
- * prepare (no lock): one listing of the folder; finish up to 50 interrupted deletions
- *   (`.expired-*`, own cursor); find the folders of this scope after the folder cursor
+ * prepare (no lock): one listing of the folder (reused while it is unchanged: fs/listings.ts);
+ *   finish up to 50 interrupted deletions (`.expired-*`, own cursor); find the folders of this scope after the folder cursor
  *   (company: its runs' folders, with their status and finish, asking PostgreSQL only about
  *   names this process has not seen (queries.ts); instance: folders with no run, plus start-up
  *   deadline discovery for every company that has folders); take those this batch can examine
@@ -97,7 +97,7 @@ async function finishLeftovers(ctx: Ctx, top: ProvenDir, listing: readonly Diren
   if (batch.cursor !== null) ctx.continueNow();
 }
 
-async function ownersInChunks(ctx: Ctx, names: string[]): Promise<Map<string, string>> {
+async function ownersInChunks(ctx: Ctx, names: readonly string[]): Promise<Map<string, string>> {
   const owners = new Map<string, string>();
   for (let i = 0; i < names.length; i += LIMITS.discoveryChunk) {
     // Discovery stops when the worker drains or shuts down; the platform makes what this

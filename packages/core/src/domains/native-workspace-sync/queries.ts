@@ -40,36 +40,43 @@ export async function runOwners(db: Db, runIds: string[]): Promise<Map<string, s
 export type CompanyRun = Pick<RunState, "id" | "status" | "finished_at">;
 
 /**
- * The first `limit` of these folders (in name order) that are runs of the company, with their
- * status and finish: one query for the names this process has not seen (`knownOwners`), one
- * for the status of the company's first `limit`. A run it knew that is gone (or, were that
- * possible, moved to another company) is forgotten and the next ones are asked instead.
+ * The first `limit` of these folders (`runIds`, in name order) that are runs of the company,
+ * with their status and finish: one query for the names this process has not seen
+ * (`knownOwners`) up to the `limit`-th it knows is the company's (no name after it can be one
+ * of the first `limit`), one for the status of the company's first `limit`. A run it knew that
+ * is gone (or, were that possible, moved to another company) is forgotten and the next ones are
+ * asked instead.
  */
 export async function companyRunsInOrder(
   db: Db,
-  runIds: string[],
+  runIds: readonly string[],
   companyId: string,
   limit: number,
 ): Promise<CompanyRun[]> {
-  const unknown: string[] = [];
-  const candidates: string[] = [];
-  for (const id of runIds) {
-    const owner = knownOwners.get(id);
-    if (owner === undefined) unknown.push(id);
-    else if (owner === companyId) candidates.push(id);
-  }
-  for (const [id, owner] of await runOwners(db, unknown)) if (owner === companyId) candidates.push(id);
-  candidates.sort();
-  const gone = new Set<string>();
+  // Names not (or no longer) a run of the company.
+  const passed = new Set<string>();
   for (;;) {
-    const mine = candidates.filter((id) => !gone.has(id)).slice(0, limit);
+    const unknown: string[] = [];
+    let mine: string[] = [];
+    for (const id of runIds) {
+      if (passed.has(id)) continue;
+      const owner = knownOwners.get(id);
+      if (owner === undefined) unknown.push(id);
+      else if (owner === companyId && mine.push(id) >= limit) break;
+    }
+    const owners = await runOwners(db, unknown);
+    for (const id of unknown) {
+      if (owners.get(id) === companyId) mine.push(id);
+      else passed.add(id);
+    }
+    mine = mine.sort().slice(0, limit);
     if (mine.length === 0) return [];
     const rows = await runStatementIn<CompanyRun>(db, COMPANY_RUNS, [JSON.stringify(mine), companyId, limit]);
     if (rows.length === mine.length) return rows;
     const found = new Set(rows.map((row) => row.id));
     for (const id of mine) {
       if (found.has(id)) continue;
-      gone.add(id);
+      passed.add(id);
       knownOwners.delete(id);
     }
   }

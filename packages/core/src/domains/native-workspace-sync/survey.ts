@@ -27,15 +27,31 @@ export interface FolderSurvey {
   stats: TreeStats | null;
 }
 
+/** The run-id names of each listing, sorted: a reused listing (fs/listings.ts) is sorted once. */
+const sortedRunNames = new WeakMap<readonly Dirent[], string[]>();
+
 /**
- * The names in a listing of the top folder that are run ids (after `after`, when given), in no
- * particular order; each is lstat'ed when surveyed, whatever the listing said it was.
+ * The names in a listing of the top folder that are run ids (after `after`, when given), in
+ * name order; each is lstat'ed when surveyed, whatever the listing said it was.
  */
-export function runFolderNames(listing: readonly Dirent[], after: string | null = null): string[] {
-  const names: string[] = [];
-  for (const { name } of listing)
-    if ((after === null || name > after) && UUID_NAME.test(name)) names.push(name);
-  return names;
+export function runFolderNames(listing: readonly Dirent[], after: string | null = null): readonly string[] {
+  let names = sortedRunNames.get(listing);
+  if (names === undefined) {
+    names = [];
+    for (const { name } of listing) if (UUID_NAME.test(name)) names.push(name);
+    names.sort();
+    sortedRunNames.set(listing, names);
+  }
+  if (after === null) return names;
+  // The first name after `after` (binary search).
+  let low = 0;
+  let high = names.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (names[mid]! <= after) low = mid + 1;
+    else high = mid;
+  }
+  return names.slice(low);
 }
 
 /** One folder, without confirming `top` (surveyFolders does, after the walks). */
