@@ -12,6 +12,7 @@ import path from "node:path";
 import {
   ensureDirBelow,
   forgetListings,
+  fromListing,
   PathRefused,
   ProvenDir,
   provenDirBelow,
@@ -293,6 +294,24 @@ describe("a large directory's listing is reused while the directory is unchanged
     await fs.promises.utimes(at, atime, mtime);
     expect(await names(big)).toContain("planted");
     expect(reads(at)).toBe(2);
+  });
+
+  it("what a caller makes of a reused listing is made once (fromListing), and again for a new listing", async () => {
+    const at = path.join(root.path, "big");
+    await fill(at, REUSED_LISTING_MIN_ENTRIES);
+    later(UNCHANGED_MARGIN_MS + 1000);
+    const big = (await ProvenDir.top(at))!;
+    let made = 0;
+    const sorted = async () =>
+      fromListing(await big.list(), "test names", (entries) => {
+        made += 1;
+        return entries.map((e) => e.name).sort();
+      });
+    const first = await sorted();
+    expect(await sorted()).toBe(first);
+    await writeFile(path.join(at, "new"), "");
+    expect(await sorted()).toContain("new");
+    expect(made).toBe(2);
   });
 
   it("a listing read within the margin of the directory's last change is not reused (the same clock tick)", async () => {

@@ -79,3 +79,23 @@ export function forgetListings(): void {
   kept.clear();
   keptEntries = 0;
 }
+
+/** What callers made of each listing, by computation (fromListing). */
+const derived = new WeakMap<readonly Dirent[], Map<string, unknown>>();
+
+/**
+ * What `compute` makes of `listing` (its names filtered and sorted, say), computed once per
+ * listing: a reused listing is the same array, so a sweep's batches do not sort the same
+ * 10,000 names again each. `key` names the computation (one per caller); the result is
+ * shared: never changed.
+ */
+export function fromListing<T>(
+  listing: readonly Dirent[],
+  key: string,
+  compute: (listing: readonly Dirent[]) => T,
+): T {
+  let results = derived.get(listing);
+  if (results === undefined) derived.set(listing, (results = new Map()));
+  if (!results.has(key)) results.set(key, compute(listing));
+  return results.get(key) as T;
+}

@@ -92,7 +92,13 @@ const leftoversOf = (session: SessionSurvey) => session.retiring.length + sessio
  * fewer than 50, and the walk goes on to the 200 entries as before. What apply decides, under
  * the lock, is unchanged. A few sessions are surveyed at once (bounded.ts), in name order.
  */
-async function walkSessions(ctx: Ctx, top: ProvenDir | null, names: string[], budget: number, judge: Judge) {
+async function walkSessions(
+  ctx: Ctx,
+  top: ProvenDir | null,
+  names: readonly string[],
+  budget: number,
+  judge: Judge,
+) {
   const after = await ctx.readCursor("sessions");
   if (top === null || (after === null && !(await startsFresh(ctx, "sessions"))))
     return { ran: top !== null, sessions: [], entries: 0, removals: 0, more: false };

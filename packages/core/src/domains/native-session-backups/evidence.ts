@@ -121,7 +121,7 @@ const unclaimed = (dir: ProvenDir, names: string[]) => names.filter((name) => !c
  */
 export async function listEvidence(
   top: ProvenDir,
-  sessions: string[],
+  sessions: readonly string[],
   after: string | null,
   limit: number,
   /**

@@ -15,6 +15,7 @@ import { errnoCode, readFileBounded, type BoundedRead } from "@reclaim/shared";
 import { z } from "zod";
 import {
   claimantIsLive,
+  fromListing,
   kindOf,
   PathRefused,
   ProvenDir,
@@ -89,12 +90,17 @@ export function sessionsTop(instanceRoot: string): Promise<ProvenDir | null> {
   return ProvenDir.top(path.join(instanceRoot, SESSIONS_DIR));
 }
 
-/** Session directory names (sorted); `quarantine` and dot-names are not sessions. */
-export async function listSessionNames(top: ProvenDir | null): Promise<string[]> {
-  return ((await top?.list()) ?? [])
-    .map((entry) => entry.name)
-    .filter((n) => n !== QUARANTINE_DIR && !n.startsWith("."))
-    .sort();
+/**
+ * Session directory names (sorted, once per listing: fs/listings.ts); `quarantine` and
+ * dot-names are not sessions.
+ */
+export async function listSessionNames(top: ProvenDir | null): Promise<readonly string[]> {
+  return fromListing((await top?.list()) ?? [], "native-session-backups sessions", (entries) =>
+    entries
+      .map((entry) => entry.name)
+      .filter((n) => n !== QUARANTINE_DIR && !n.startsWith("."))
+      .sort(),
+  );
 }
 
 /** The control-plane state, read without following a link and only up to 4 MB. */

@@ -9,6 +9,7 @@ import type { Dirent } from "node:fs";
 import { errnoCode } from "@reclaim/shared";
 import {
   BOUNDED_WIDTH,
+  fromListing,
   kindOf,
   mapInOrder,
   treeStats,
@@ -27,21 +28,18 @@ export interface FolderSurvey {
   stats: TreeStats | null;
 }
 
-/** The run-id names of each listing, sorted: a reused listing (fs/listings.ts) is sorted once. */
-const sortedRunNames = new WeakMap<readonly Dirent[], string[]>();
-
 /**
  * The names in a listing of the top folder that are run ids (after `after`, when given), in
- * name order; each is lstat'ed when surveyed, whatever the listing said it was.
+ * name order (sorted once per listing: fs/listings.ts); each is lstat'ed when surveyed,
+ * whatever the listing said it was.
  */
 export function runFolderNames(listing: readonly Dirent[], after: string | null = null): readonly string[] {
-  let names = sortedRunNames.get(listing);
-  if (names === undefined) {
-    names = [];
-    for (const { name } of listing) if (UUID_NAME.test(name)) names.push(name);
-    names.sort();
-    sortedRunNames.set(listing, names);
-  }
+  const names = fromListing(listing, "native-workspace-sync run folders", (entries) =>
+    entries
+      .map((e) => e.name)
+      .filter((name) => UUID_NAME.test(name))
+      .sort(),
+  );
   if (after === null) return names;
   // The first name after `after` (binary search).
   let low = 0;
