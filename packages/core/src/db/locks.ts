@@ -5,7 +5,7 @@
  */
 import type pg from "pg";
 import type { Db, Tx } from "./client";
-import { sqlFile, statement } from "./sql";
+import { statement } from "./sql";
 import { prismaTransaction, runStatement, runStatementIn } from "./statements";
 
 export const LOCK_NAMESPACES = {
@@ -23,16 +23,14 @@ export function domainLockNamespace(domain: string): string {
   return `reclaim.${domain}`;
 }
 
-export async function lock(tx: Tx, namespace: string, key: string): Promise<void> {
-  await tx.$queryRawUnsafe(sqlFile(__dirname, "sql/advisory-lock.sql"), namespace, key);
-}
-
 const ADVISORY_LOCK = statement(__dirname, "sql/advisory-lock.sql");
 const ADVISORY_LOCKS = statement(__dirname, "sql/advisory-locks.sql");
+const TRY_ADVISORY_LOCK = statement(__dirname, "sql/try-advisory-lock.sql");
+const TRY_ADVISORY_LOCKS = statement(__dirname, "sql/try-advisory-locks.sql");
 
 /**
- * `lock` for many keys of one namespace, on a plain connection inside a transaction
- * (statements.ts), in one statement and a deadlock-free order.
+ * The lock of advisory-lock.sql for many keys of one namespace, on a plain connection inside a
+ * transaction (statements.ts), in one statement and a deadlock-free order.
  */
 export async function lockAllOn(client: pg.PoolClient, namespace: string, keys: string[]): Promise<void> {
   await runStatement(client, ADVISORY_LOCKS, [namespace, keys]);
@@ -55,22 +53,21 @@ export function lockedTransaction<T>(
   });
 }
 
+/**
+ * A lock tried in a transaction: a prepared statement on the transaction's own connection where
+ * it can be told (statements.ts `runStatementIn`), else through `tx`.
+ */
 export async function tryLock(tx: Tx, namespace: string, key: string): Promise<boolean> {
-  const rows = await tx.$queryRawUnsafe<{ acquired: boolean }[]>(
-    sqlFile(__dirname, "sql/try-advisory-lock.sql"),
-    namespace,
-    key,
-  );
+  const rows = await runStatementIn<{ acquired: boolean }>(tx, TRY_ADVISORY_LOCK, [namespace, key]);
   return rows[0]?.acquired === true;
 }
 
 /** `tryLock` for many keys of one namespace at once; returns the keys acquired. */
 export async function tryLockMany(tx: Tx, namespace: string, keys: string[]): Promise<Set<string>> {
   if (keys.length === 0) return new Set();
-  const rows = await tx.$queryRawUnsafe<{ key: string; acquired: boolean }[]>(
-    sqlFile(__dirname, "sql/try-advisory-locks.sql"),
+  const rows = await runStatementIn<{ key: string; acquired: boolean }>(tx, TRY_ADVISORY_LOCKS, [
     namespace,
     JSON.stringify(keys),
-  );
+  ]);
   return new Set(rows.filter((r) => r.acquired).map((r) => r.key));
 }

@@ -9,10 +9,10 @@
  * empty table is the truth (the domain's `..._ASSUME_EMPTY` option).
  *
  * A domain declares its rules and the tables each reads; `unavailableRules` returns the
- * rules that must keep, once per batch.
+ * rules that must keep, once per batch (a prepared statement on the job transaction's own
+ * connection, db/statements.ts).
  */
-import type { Db, Tx } from "../../db";
-import { sqlFile } from "../../db/sql";
+import { runStatementIn, statement, type Db, type Tx } from "../../db";
 import { ConfigError } from "../../errors";
 import type { Env, Option } from "../../config";
 
@@ -20,16 +20,15 @@ export type SourceRules<R extends string> = Readonly<Record<R, readonly string[]
 
 export const SOURCE_UNAVAILABLE = "source_unavailable";
 
+const UNWRITTEN_TABLES = statement(__dirname, "unwritten-tables.sql");
+
 /** The rules whose source tables only Reclaim writes, minus those the operator opted out. */
 export async function unavailableRules<R extends string>(
   db: Db | Tx,
   rules: SourceRules<R>,
   assumeEmpty: readonly string[],
 ): Promise<Set<R>> {
-  const rows = await db.$queryRawUnsafe<{ table_name: string }[]>(
-    sqlFile(__dirname, "unwritten-tables.sql"),
-    sourceTables(rules),
-  );
+  const rows = await runStatementIn<{ table_name: string }>(db, UNWRITTEN_TABLES, [sourceTables(rules)]);
   return rulesWithUnwrittenSources(
     rules,
     rows.map((r) => r.table_name),
