@@ -4,7 +4,7 @@
  * (db/statements.ts): planned once per connection, not compiled and planned on every batch.
  */
 import { runStatementIn, type Db, type Tx } from "../../db";
-import { sqlFile, statement } from "../../db/sql";
+import { statement } from "../../db/sql";
 import type { LiveSession, SessionFacts } from "./rules";
 import type { ControlPlaneState } from "./survey";
 
@@ -16,6 +16,10 @@ const SESSION_FACTS = statement(__dirname, "session-facts.sql");
 const LOCK_SESSION_ROWS = statement(__dirname, "lock-session-rows.sql");
 const DELETE_TASK_SESSIONS = statement(__dirname, "delete-task-sessions.sql");
 const CONFIRMED_RETIREMENTS = statement(__dirname, "confirmed-retirements.sql");
+const READ_LIVENESS = statement(__dirname, "read-liveness.sql");
+const STORE_LIVENESS = statement(__dirname, "store-liveness.sql");
+const CONFIRM_RETIREMENTS = statement(__dirname, "confirm-retirements.sql");
+const FORGET_RETIREMENTS = statement(__dirname, "forget-retirements.sql");
 
 export async function sessionFacts(tx: Tx, sessions: SessionInput[]): Promise<Map<string, SessionFacts>> {
   if (sessions.length === 0) return new Map();
@@ -43,11 +47,15 @@ export async function deleteTaskSessions(tx: Tx, ids: string[]): Promise<string[
 export async function readLiveness(
   db: Db | Tx,
 ): Promise<{ sessions: LiveSession[]; reportedAt: Date } | null> {
-  const row = await db.reclaimNativeSessionLiveness.findUnique({ where: { instance: "instance" } });
+  const [row] = await runStatementIn<{ sessions: LiveSession[]; reported_at: Date; received_at: Date }>(
+    db,
+    READ_LIVENESS,
+    [],
+  );
   if (!row) return null;
   // Clamped when stored (store-liveness.sql); a row stored before that is clamped here.
-  const reportedAt = row.reportedAt < row.receivedAt ? row.reportedAt : row.receivedAt;
-  return { sessions: row.sessions as unknown as LiveSession[], reportedAt };
+  const reportedAt = row.reported_at < row.received_at ? row.reported_at : row.received_at;
+  return { sessions: row.sessions, reportedAt };
 }
 
 export async function storeLiveness(
@@ -56,12 +64,7 @@ export async function storeLiveness(
   reportedAt: Date,
   receivedAt: Date,
 ): Promise<void> {
-  await db.$executeRawUnsafe(
-    sqlFile(__dirname, "store-liveness.sql"),
-    JSON.stringify(sessions),
-    reportedAt,
-    receivedAt,
-  );
+  await runStatementIn(db, STORE_LIVENESS, [JSON.stringify(sessions), reportedAt, receivedAt]);
 }
 
 /**
@@ -74,10 +77,9 @@ export async function confirmRetirements(
   items: { path: string; companyId: string | null }[],
 ): Promise<void> {
   if (items.length === 0) return;
-  await tx.reclaimConfirmedRetirement.createMany({
-    data: items.map((i) => ({ path: i.path, companyId: i.companyId })),
-    skipDuplicates: true,
-  });
+  await runStatementIn(tx, CONFIRM_RETIREMENTS, [
+    JSON.stringify(items.map((i) => ({ path: i.path, companyId: i.companyId }))),
+  ]);
 }
 
 /**
@@ -98,5 +100,5 @@ export async function confirmedRetirementsIn(
 /** The copy left `.retiring-*` (renamed to `.expired-*`, or gone): its record goes too. */
 export async function forgetRetirements(db: Db | Tx, paths: string[]): Promise<void> {
   if (paths.length === 0) return;
-  await db.reclaimConfirmedRetirement.deleteMany({ where: { path: { in: paths } } });
+  await runStatementIn(db, FORGET_RETIREMENTS, [JSON.stringify(paths)]);
 }
