@@ -5,9 +5,17 @@ import { Worker } from "bullmq";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { createWorkerService } from "../../apps/worker/src/service";
-import { silentLogger, type AnyDomain, type DomainId, type Logger } from "../../packages/core/src";
+import { createDb, silentLogger, type AnyDomain, type DomainId, type Logger } from "../../packages/core/src";
 import { statementsSent } from "../support";
-import { BARE_QUEUE, FLOOR_QUEUE, floorTransaction, NOOP_ID, noopDomain, type ChildMode } from "./fleet";
+import {
+  BARE_QUEUE,
+  FLOOR_QUEUE,
+  floorTransaction,
+  NOOP_ID,
+  noopDomain,
+  prismaFloorTransaction,
+  type ChildMode,
+} from "./fleet";
 
 const mode = process.env.BENCH_CHILD_MODE as ChildMode;
 const concurrency = Number(process.env.BENCH_CHILD_CONCURRENCY);
@@ -48,10 +56,11 @@ async function bullWorker(queue: string, process: (data: { companyId: string }) 
 
 async function start(): Promise<() => Promise<void>> {
   if (mode === "bare") return bullWorker(BARE_QUEUE, async () => ({ ok: true }));
+  // pg's default pool size (10), or fewer: three processes at concurrency 32 must stay well
+  // below PostgreSQL's max_connections (100), which the tests of others share.
+  const poolSize = Math.min(concurrency, 10);
   if (mode === "floor") {
-    // pg's default pool size (10), or fewer: three processes at concurrency 32 must stay well
-    // below PostgreSQL's max_connections (100), which the tests of others share.
-    const pool = new pg.Pool({ connectionString: databaseUrl, max: Math.min(concurrency, 10) });
+    const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize });
     const stop = await bullWorker(FLOOR_QUEUE, async ({ companyId }) => {
       await floorTransaction(pool, companyId);
       return { ok: true };
@@ -59,6 +68,17 @@ async function start(): Promise<() => Promise<void>> {
     return async () => {
       await stop();
       await pool.end();
+    };
+  }
+  if (mode === "prisma-floor") {
+    const db = createDb(databaseUrl, { max: poolSize });
+    const stop = await bullWorker(FLOOR_QUEUE, async ({ companyId }) => {
+      await prismaFloorTransaction(db, companyId);
+      return { ok: true };
+    });
+    return async () => {
+      await stop();
+      await db.$disconnect();
     };
   }
   const service = createWorkerService({

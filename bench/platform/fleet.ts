@@ -1,11 +1,14 @@
 /**
  * What the platform benchmarks share (bench-only): the no-op domain, and worker processes
- * (fleet-child.ts) that run one of three processors over the same BullMQ queues:
- *  - `bare`:    BullMQ alone, a processor that returns at once;
- *  - `floor`:   BullMQ plus one PostgreSQL transaction per job (advisory lock + one insert,
- *               a `pg` pool of pg's default size 10, prepared statements): the least a
- *               durable job that takes a lock and records its outcome can cost;
- *  - `reclaim`: Reclaim's worker service (createWorkerService) serving the no-op domain.
+ * (fleet-child.ts) that run one of four processors over the same BullMQ queues:
+ *  - `bare`:         BullMQ alone, a processor that returns at once;
+ *  - `floor`:        BullMQ plus one PostgreSQL transaction per job (advisory lock + one
+ *                    insert, a `pg` pool of pg's default size 10, prepared statements): the
+ *                    least a durable job that takes a lock and records its outcome can cost;
+ *  - `prisma-floor`: the floor's transaction as a Prisma interactive transaction (the same
+ *                    two prepared statements on its connection, a pool of the same size): the
+ *                    least a job can cost whose check runs in one, as every Reclaim check must;
+ *  - `reclaim`:      Reclaim's worker service (createWorkerService) serving the no-op domain.
  * Each child reports how many jobs it finished (Reclaim: `job.finished` log lines, written
  * after the job's report row is stored) to the parent over IPC.
  */
@@ -15,7 +18,15 @@ import path from "node:path";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import pg from "pg";
-import { defineDomain, silentLogger, type AnyDomain, type DomainId } from "../../packages/core/src";
+import {
+  defineDomain,
+  prismaTransaction,
+  runStatementIn,
+  silentLogger,
+  type AnyDomain,
+  type Db,
+  type DomainId,
+} from "../../packages/core/src";
 import { createScheduler, type SchedulerService } from "../../apps/scheduler/src/service";
 import { processCpu, REDIS_URL, statementsSent, time } from "../support";
 
@@ -46,7 +57,7 @@ export function noopDomain(dueAt: ReadonlyMap<string, Date> = new Map()): AnyDom
 export const FLOOR_QUEUE = "floor";
 export const BARE_QUEUE = "bare";
 
-export type ChildMode = "bare" | "floor" | "reclaim";
+export type ChildMode = "bare" | "floor" | "prisma-floor" | "reclaim";
 
 export interface FleetOptions {
   mode: ChildMode;
@@ -315,25 +326,38 @@ export async function postEvents(scheduler: SchedulerService, companies: string[
   }
 }
 
+/** The floor's two statements (prepared). */
+const FLOOR_LOCK = {
+  name: "floor-lock",
+  text: "SELECT pg_advisory_xact_lock(hashtext('bench.floor'), hashtext($1))::text",
+};
+const FLOOR_INSERT = {
+  name: "floor-insert",
+  text: "INSERT INTO bench_floor (company_id, finished_at) VALUES ($1, $2)",
+};
+
 /** The floor's job body: one transaction taking an advisory lock and inserting one row. */
 export async function floorTransaction(pool: pg.Pool, companyId: string): Promise<void> {
   const client = await pool.connect();
   try {
     await client.query("BEGIN");
-    await client.query({
-      name: "floor-lock",
-      text: "SELECT pg_advisory_xact_lock(hashtext('bench.floor'), hashtext($1))::text",
-      values: [companyId],
-    });
-    await client.query({
-      name: "floor-insert",
-      text: "INSERT INTO bench_floor (company_id, finished_at) VALUES ($1, $2)",
-      values: [companyId, new Date()],
-    });
+    await client.query({ ...FLOOR_LOCK, values: [companyId] });
+    await client.query({ ...FLOOR_INSERT, values: [companyId, new Date()] });
     await client.query("COMMIT");
   } finally {
     client.release();
   }
+}
+
+/**
+ * The Prisma floor's job body: the floor's transaction as a Prisma interactive transaction,
+ * its statements on the transaction's own connection (runStatementIn), as a check's are.
+ */
+export function prismaFloorTransaction(db: Db, companyId: string): Promise<void> {
+  return prismaTransaction(db, async (tx, client) => {
+    await runStatementIn(client ?? tx, FLOOR_LOCK, [companyId]);
+    await runStatementIn(client ?? tx, FLOOR_INSERT, [companyId, new Date()]);
+  });
 }
 
 /** The table the floor's jobs insert into. */

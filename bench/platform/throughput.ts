@@ -5,7 +5,10 @@
  * the same number of worker processes and the same concurrency (fleet.ts):
  *  - bare BullMQ: addBulk of N jobs, processors that return at once;
  *  - the one-transaction floor: the same, each job running one PostgreSQL transaction
- *    (advisory lock + one insert). Target: Reclaim at least 0.7x the floor.
+ *    (advisory lock + one insert). Target: Reclaim at least 0.7x the floor;
+ *  - the Prisma floor: the floor's transaction as a Prisma interactive transaction, which every
+ *    Reclaim check must run in: what the issue's own constraint leaves of the floor, and how
+ *    far Reclaim's own work (ledger, report, scheduling) is from it.
  * Also printed: CPU per job of the worker processes and of this process (producer/scheduler).
  *
  * A configuration whose Reclaim fleet may open more PostgreSQL connections than the shared
@@ -17,7 +20,8 @@
  * configuration is never changed; the others run on it, as before. BENCH_POSTGRES=private
  * runs every configuration on the private server.
  *   npx tsx bench/platform/throughput.ts   (BENCH_JOBS=1000, BENCH_CONCURRENCY=8,32,
- *     BENCH_PROCESSES=1,3, BENCH_REPEAT=1; BENCH_ONLY=floor,reclaim to profile some of them,
+ *     BENCH_PROCESSES=1,3, BENCH_REPEAT=1; BENCH_ONLY=floor,reclaim to run some of them (bare,
+ *     floor, prisma-floor, reclaim),
  *     BENCH_CPU_PROF=<dir> for the workers' CPU profiles)
  */
 import { randomUUID } from "node:crypto";
@@ -78,7 +82,8 @@ const median = (xs: number[]) => {
   const mid = sorted.length / 2;
   return Number.isInteger(mid) ? (sorted[mid - 1]! + sorted[mid]!) / 2 : sorted[Math.floor(mid)]!;
 };
-const only = (mode: ChildMode) => !process.env.BENCH_ONLY || process.env.BENCH_ONLY.includes(mode);
+const ONLY = process.env.BENCH_ONLY?.split(",");
+const only = (mode: ChildMode) => !ONLY || ONLY.includes(mode);
 const NONE: Measured = {
   rate: NaN,
   workerCpu: NaN,
@@ -116,19 +121,22 @@ async function main(): Promise<void> {
         const postgres = shared
           ? `shared (${free} connections left; Reclaim's fleet may open ${needed})`
           : `private, max_connections ${server!.maxConnections} (the shared server has ${free} connections left; Reclaim's fleet may open ${needed})`;
-        const runs: { bare: Measured; floor: Measured; reclaim: Measured }[] = [];
+        const runs: { bare: Measured; floor: Measured; prismaFloor: Measured; reclaim: Measured }[] = [];
         for (let r = 0; r < REPEAT; r++) {
           const bare = only("bare") ? await measure(setup, "bare", N, submitBullmq(setup, BARE_QUEUE)) : NONE;
           const floor = only("floor")
             ? await measure(setup, "floor", N, submitBullmq(setup, FLOOR_QUEUE))
             : NONE;
-          runs.push({ bare, floor, reclaim: only("reclaim") ? await reclaim(setup) : NONE });
+          const prismaFloor = only("prisma-floor")
+            ? await measure(setup, "prisma-floor", N, submitBullmq(setup, FLOOR_QUEUE))
+            : NONE;
+          runs.push({ bare, floor, prismaFloor, reclaim: only("reclaim") ? await reclaim(setup) : NONE });
         }
         type Run = (typeof runs)[number];
         // Each round's ratio too: the machine is shared, rounds differ.
-        const ratios = (pick: (r: Run) => Measured) =>
+        const ratios = (pick: (r: Run) => Measured, of: (r: Run) => Measured = (r) => r.reclaim) =>
           runs.length > 1
-            ? ` (rounds: ${runs.map((r) => (r.reclaim.rate / pick(r).rate).toFixed(3)).join(", ")})`
+            ? ` (rounds: ${runs.map((r) => (of(r).rate / pick(r).rate).toFixed(3)).join(", ")})`
             : "";
         const ratioFloor = median(runs.map((r) => r.reclaim.rate / r.floor.rate));
         const rates = (pick: (r: Run) => Measured) => runs.map((r) => pick(r).rate.toFixed(0)).join(", ");
@@ -142,13 +150,21 @@ async function main(): Promise<void> {
           runs: runs.length,
           "bare BullMQ jobs/s": rates((r) => r.bare),
           "one-transaction floor jobs/s": rates((r) => r.floor),
+          "Prisma floor jobs/s": rates((r) => r.prismaFloor),
           "Reclaim jobs/s": rates((r) => r.reclaim),
           "Reclaim / floor (target >= 0.7)": `${ratioFloor.toFixed(3)} ${ratioFloor >= 0.7 ? "met" : "NOT met"}${ratios((r) => r.floor)}`,
+          "Prisma floor / floor": `${median(runs.map((r) => r.prismaFloor.rate / r.floor.rate)).toFixed(3)}${ratios(
+            (r) => r.floor,
+            (r) => r.prismaFloor,
+          )}`,
+          "Reclaim / Prisma floor": `${median(runs.map((r) => r.reclaim.rate / r.prismaFloor.rate)).toFixed(3)}${ratios((r) => r.prismaFloor)}`,
           "Reclaim / bare BullMQ": `${median(runs.map((r) => r.reclaim.rate / r.bare.rate)).toFixed(3)}${ratios((r) => r.bare)}`,
           "CPU µs/job, bare": cpu((r) => r.bare),
           "CPU µs/job, floor": cpu((r) => r.floor),
+          "CPU µs/job, Prisma floor": cpu((r) => r.prismaFloor),
           "CPU µs/job, Reclaim": cpu((r) => r.reclaim),
           "SQL statements/job, floor": statements((r) => r.floor),
+          "SQL statements/job, Prisma floor": statements((r) => r.prismaFloor),
           "SQL statements/job, Reclaim": statements((r) => r.reclaim),
         });
       }
