@@ -445,6 +445,7 @@ describe("stopping early", () => {
         const [row] = await stack.db.$queryRawUnsafe<{ n: number }[]>(
           `SELECT count(*)::int AS n FROM pg_locks
             WHERE locktype = 'advisory' AND granted AND objsubid = 2
+              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
               AND classid::int = hashtext('paperclip.native_run_finalization')`,
         );
         locksHeld.push(row!.n);

@@ -8,9 +8,10 @@
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";
-import { createDb, poolOf, sqlFile, type Db } from "@reclaim/core";
+import { createDb, poolOf, prismaTransaction, sqlFile, type Db } from "@reclaim/core";
 import { createTestDatabase, rowsReadByTable, type TestDatabase } from "@reclaim/testkit";
-import { companyRunsInOrder } from "../../src/domains/native-workspace-sync/queries";
+import { companyRunsInOrder, runStates } from "../../src/domains/native-workspace-sync/queries";
+import { SOURCES, type SourceRule } from "../../src/domains/native-workspace-sync/rules";
 
 const SQL = path.join(__dirname, "../../src/domains/native-workspace-sync");
 let database: TestDatabase;
@@ -40,9 +41,9 @@ it("reads each run of the batch by its primary key, however many runs the instan
       if (analyzed) await client.query("ANALYZE heartbeat_runs");
       for (const mode of ["force_custom_plan", "force_generic_plan"]) {
         await client.query(`SET plan_cache_mode = ${mode}`);
-        await client.query(`PREPARE run_state (jsonb) AS ${sqlFile(SQL, "run-state.sql")}`);
+        await client.query(`PREPARE run_state (jsonb, text[]) AS ${sqlFile(SQL, "run-state.sql")}`);
         const { rows } = await client.query<{ "QUERY PLAN": unknown }>(
-          `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE run_state (${client.escapeLiteral(JSON.stringify(batch))})`,
+          `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE run_state (${client.escapeLiteral(JSON.stringify(batch))}, '{native_run_finalizations}')`,
         );
         await client.query("DEALLOCATE run_state");
         const read = rowsReadByTable(rows);
@@ -93,4 +94,41 @@ it("a company job's folders are the company's first runs in name order: names wi
   const late = ids[2]!; // no run so far
   await insert([late], company);
   expect(await first(0, 2)).toEqual([mine[0], late]);
+});
+
+it("the rules blind to a table only Reclaim writes come with the run state; with no run read, every rule not opted out counts as blind", async () => {
+  const run = randomUUID();
+  await poolOf(db).query(
+    `INSERT INTO heartbeat_runs (id, company_id, status) VALUES ($1::uuid, gen_random_uuid(), 'running')`,
+    [run],
+  );
+  const read = (ids: string[], assumeEmpty: SourceRule[] = []) =>
+    prismaTransaction(db, (tx) => runStates(tx, ids, assumeEmpty));
+  // A test database: every table is Reclaim's mirror, written by whoever uses it.
+  const mirrors = await read([run]);
+  expect([...mirrors.runs.keys()]).toEqual([run]);
+  expect(mirrors.unavailable).toEqual(new Set());
+  // A Paperclip database (heartbeat_runs is Paperclip's own) that has environment_leases too:
+  // the other tables Reclaim created are blind.
+  const paperclips = ["heartbeat_runs", "environment_leases"];
+  await poolOf(db).query("DELETE FROM reclaim_created_tables WHERE table_name = ANY($1::text[])", [
+    paperclips,
+  ]);
+  try {
+    const paperclip = await read([run]);
+    expect(paperclip.unavailable).toEqual(
+      new Set(["finalizations", "recovery_actions", "retained_recoveries", "historical_adoptions"]),
+    );
+    // No run read: nothing tells which tables are written, so every rule counts as blind.
+    const none = await read([randomUUID()], ["historical_adoptions"]);
+    expect(none.runs.size).toBe(0);
+    expect(none.unavailable).toEqual(
+      new Set(Object.keys(SOURCES).filter((rule) => rule !== "historical_adoptions")),
+    );
+  } finally {
+    await poolOf(db).query(
+      "INSERT INTO reclaim_created_tables (table_name) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING",
+      [paperclips],
+    );
+  }
 });

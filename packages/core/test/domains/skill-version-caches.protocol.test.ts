@@ -214,7 +214,9 @@ describe("the company skill lock", () => {
     // The sweep is waiting for the lock (its survey is done; its rows are read under the lock).
     await waitFor(async () => {
       const rows = await stack.db.$queryRawUnsafe<{ n: number }[]>(
-        "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+        `SELECT count(*)::int AS n FROM pg_locks
+          WHERE locktype = 'advisory' AND NOT granted
+            AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
       );
       return rows[0]!.n > 0 ? true : null;
     });

@@ -42,8 +42,7 @@ import { recordedProcessIsLive } from "../../process/liveness";
 import type { JobContext } from "../types";
 import { LIMITS, SYNC_DIR, type NativeWorkspaceSyncConfig } from "./config";
 import { companyRunsInOrder, runOwners, runStates } from "./queries";
-import { unavailableRules } from "../sources";
-import { judgeFolder, mayBeRemovable, SOURCES, type Verdict } from "./rules";
+import { judgeFolder, mayBeRemovable, type Verdict } from "./rules";
 import { runFolderNames, surveyFolders, type FolderSurvey } from "./survey";
 
 type Ctx = JobContext<NativeWorkspaceSyncConfig>;
@@ -183,24 +182,24 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     await ctx.writeCursor("folders", null, tx);
     return { top, retired: [] };
   }
-  const unavailable = await unavailableRules(tx, SOURCES, ctx.config.assumeEmpty);
+  // Surveys by name: those taken before the transaction, then the ones below.
+  const surveys = new Map<string, FolderSurvey>();
+  for (const { name, survey } of prepared.folders) if (survey !== null) surveys.set(name, survey);
+  const toJudge = prepared.folders.filter((f) => f.survey === null || isFolder(f.survey));
+  // 1. Judge every folder on run state read without any lock (one query, which also tells the
+  //    rules whose tables nothing writes here): a folder not yet surveyed on its run's state
+  //    alone. Most are kept, and a folder its run keeps is never locked.
+  const { runs: states, unavailable } = await runStates(
+    tx,
+    toJudge.map((f) => f.name),
+    ctx.config.assumeEmpty,
+  );
   const judge = {
     now: ctx.startedAt,
     windowMs: ctx.config.windowMs,
     isLive: recordedProcessIsLive,
     unavailable,
   };
-  // Surveys by name: those taken before the transaction, then the ones below.
-  const surveys = new Map<string, FolderSurvey>();
-  for (const { name, survey } of prepared.folders) if (survey !== null) surveys.set(name, survey);
-  const toJudge = prepared.folders.filter((f) => f.survey === null || isFolder(f.survey));
-  // 1. Judge every folder on run state read without any lock (one query): a folder not yet
-  //    surveyed on its run's state alone. Most are kept, and a folder its run keeps is never
-  //    locked.
-  const states = await runStates(
-    tx,
-    toJudge.map((f) => f.name),
-  );
   const first = new Map<string, Verdict>();
   for (const { name, survey } of toJudge) {
     first.set(name, judgeFolder(survey?.stats ?? NO_FILES, states.get(name) ?? null, judge));
@@ -214,7 +213,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     .map((f) => f.name);
   const lockable = new Set(candidates);
   const owned = await tryLockMany(tx, LOCK_NAMESPACES.nativeRunFinalization, candidates);
-  const underLock = await runStates(tx, [...owned]);
+  const { runs: underLock } = await runStates(tx, [...owned], ctx.config.assumeEmpty);
   // 3. The folders surveyed now: each locked candidate (now that nobody else can touch it;
   //    a survey taken before the lock is taken again, as a writer holding the lock may have
   //    touched the folder since), all before the loop below judges and renames them; and those

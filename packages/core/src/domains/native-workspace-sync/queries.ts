@@ -7,7 +7,8 @@
  */
 import { runStatementIn, type Db, type Tx } from "../../db";
 import { statement } from "../../db/sql";
-import type { RunState } from "./rules";
+import { rulesWithUnwrittenSources, sourceTables } from "../sources";
+import { SOURCES, type RunState, type SourceRule } from "./rules";
 
 const RUN_OWNERS = statement(__dirname, "run-owners.sql");
 const COMPANY_RUNS = statement(__dirname, "company-runs.sql");
@@ -82,13 +83,37 @@ export async function companyRunsInOrder(
   }
 }
 
+export interface RunStates {
+  /** By run id: the runs among the ids asked for. */
+  runs: Map<string, RunState>;
+  /**
+   * The rules whose tables nothing but Reclaim writes here (sources/index.ts), read in the same
+   * round trip; when no run was read, every rule the operator did not opt out of (nothing told
+   * otherwise: a run judged with these is kept as `source_unavailable`).
+   */
+  unavailable: Set<SourceRule>;
+}
+
 /**
  * Run state for the check, in the job's transaction: on its own connection as a prepared
  * statement where it can be told (the query is large; Prisma's compiler doubled its time),
  * else through `tx`.
  */
-export async function runStates(tx: Tx, runIds: string[]): Promise<Map<string, RunState>> {
-  if (runIds.length === 0) return new Map();
-  const rows = await runStatementIn<RunState>(tx, RUN_STATE, [JSON.stringify(runIds)]);
-  return new Map(rows.map((r) => [r.id, r]));
+export async function runStates(
+  tx: Tx,
+  runIds: string[],
+  assumeEmpty: readonly SourceRule[],
+): Promise<RunStates> {
+  const tables = sourceTables(SOURCES);
+  const rows =
+    runIds.length === 0
+      ? []
+      : await runStatementIn<RunState & { unwritten_tables: string[] }>(tx, RUN_STATE, [
+          JSON.stringify(runIds),
+          tables,
+        ]);
+  return {
+    runs: new Map(rows.map((r) => [r.id, r])),
+    unavailable: rulesWithUnwrittenSources(SOURCES, rows[0]?.unwritten_tables ?? tables, assumeEmpty),
+  };
 }

@@ -3,6 +3,7 @@
 -- columns (docs/paperclip-tables.md); columns that only some Paperclip versions have are
 -- read through to_jsonb(row), which yields null where the column does not exist.
 -- $1 jsonb: array of run ids (text); ids that are not runs simply return no row
+-- $2 text[]: the tables the rules read (rules.ts SOURCES)
 -- Output, one row per existing run:
 --   id, company_id, status, finished_at, process_pid, process_group_id, process_started_at
 --   sync_ref_valid             runner_profile_json.nativeWorkspaceSync is a valid reference
@@ -25,6 +26,8 @@
 --   retained_recovery_pending  a retained workspace recovery is scheduled, running, awaiting
 --                              evidence, queued or recovering
 --   adoption_pending           historical recovery adoption has pending work
+--   unwritten_tables           (same on every row) which of $2 nothing but Reclaim writes here:
+--                              the rule of sources/unwritten-tables.sql, read in this round trip
 WITH ids AS (
   SELECT DISTINCT value::uuid AS id FROM jsonb_array_elements_text($1::jsonb)
 ),
@@ -82,5 +85,12 @@ SELECT r.id::text AS id,
                 WHERE w.heartbeat_run_id = r.id
                   AND w.status IN ('scheduled', 'running', 'awaiting_evidence', 'queued', 'recovering')) AS retained_recovery_pending,
        EXISTS (SELECT 1 FROM historical_recovery_adoptions h
-                WHERE h.heartbeat_run_id = r.id AND h.status IN ('pending', 'running')) AS adoption_pending
+                WHERE h.heartbeat_run_id = r.id AND h.status IN ('pending', 'running')) AS adoption_pending,
+       u.unwritten_tables
   FROM runs r
+ CROSS JOIN (SELECT ARRAY(SELECT t.table_name
+                            FROM reclaim_created_tables t
+                           WHERE t.table_name = ANY($2::text[])
+                             AND NOT EXISTS (SELECT 1 FROM reclaim_created_tables p
+                                              WHERE p.table_name = 'heartbeat_runs')
+                         ) AS unwritten_tables) AS u
