@@ -8,9 +8,12 @@
  *   - evicting (the caches really renamed to `.trash-*` and deleted) vs the bare survey plus
  *     the bare removal (`rm -r`) of the same caches in a copy of the same trees: the least
  *     filesystem work the rule needs.
- * The dry run also prints a reference: the same survey, as many caches at once as the domain
- * surveys (LIMITS.fsWidth). Baseline and pipeline alternate company by company (order flipped every company), so load
- * from other processes on the machine falls on both alike. Then the SQL statements of one
+ * The pipeline runs two companies at once, as a worker process runs the domain's company jobs
+ * (RECLAIM_WORKER_CONCURRENCY's default; until 2026-12-05 one company after another), each
+ * company's batches one after another; the baselines survey one cache after another. The dry
+ * run also prints a reference: the same survey, as many caches at once as the domain surveys
+ * (LIMITS.fsWidth). Baseline and pipeline alternate two companies by two (order flipped every
+ * time), so load from other processes on the machine falls on both alike. Then the SQL statements of one
  * batch for two batch sizes, dry run and evicting: they must not grow with the batch (no
  * N+1); if they do, or the evicting pass does not evict exactly the eligible caches, the run
  * fails (exit code 1).
@@ -26,13 +29,15 @@ import { Session } from "node:inspector/promises";
 import { loadavg } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { treeStats } from "@reclaim/core";
+import { treeStats, workerOptions } from "@reclaim/core";
 import { writeTree } from "@reclaim/testkit";
 import { LIMITS } from "../../packages/core/src/domains/skill-version-caches/config";
 import { mapInOrder } from "../../packages/core/src/fs/in-order";
 import { expectFlatQueries, fullPass, openBench, perSecond, type Bench } from "./harness";
 
 const COMPANIES = Number(process.env.BENCH_COMPANIES ?? 100);
+/** Company jobs of the domain a worker process runs at once (RECLAIM_WORKER_CONCURRENCY's default). */
+const JOBS_AT_ONCE = workerOptions.concurrency.read({});
 const PROFILE = process.env.BENCH_PROFILE;
 const SKILLS = 10;
 const VERSIONS = 10;
@@ -119,12 +124,15 @@ interface Pass {
 }
 
 /**
- * One pass over every company, the pipeline and its baseline alternating company by company.
- * `baseline(c)` returns the entries it surveyed.
+ * One pass over every company, the pipeline and its baseline alternating group by group: the
+ * pipeline runs the companies of a group at once, as many as a worker process runs jobs of a
+ * domain at once (RECLAIM_WORKER_CONCURRENCY's default), each company's batches one after
+ * another; the baseline surveys them one after another. `baseline(c)` returns the entries it
+ * surveyed.
  */
 async function measure(
   companies: Company[],
-  pipeline: (c: Company) => Promise<{ checked: number; ms: number; batches: number }>,
+  pipeline: (c: Company) => Promise<{ checked: number; batches: number }>,
   baseline: (c: Company) => Promise<number>,
   reference?: (c: Company) => Promise<number>,
 ): Promise<Pass> {
@@ -137,21 +145,27 @@ async function measure(
     referenceEntries: 0,
     referenceMs: 0,
   };
-  for (const [i, c] of companies.entries()) {
+  for (let i = 0; i * JOBS_AT_ONCE < companies.length; i++) {
+    const group = companies.slice(i * JOBS_AT_ONCE, (i + 1) * JOBS_AT_ONCE);
     const runBaseline = async () => {
-      let start = process.hrtime.bigint();
-      pass.baselineEntries += await baseline(c);
-      pass.baselineMs += elapsedMs(start);
-      if (!reference) return;
-      start = process.hrtime.bigint();
-      pass.referenceEntries += await reference(c);
-      pass.referenceMs += elapsedMs(start);
+      for (const c of group) {
+        let start = process.hrtime.bigint();
+        pass.baselineEntries += await baseline(c);
+        pass.baselineMs += elapsedMs(start);
+        if (!reference) continue;
+        start = process.hrtime.bigint();
+        pass.referenceEntries += await reference(c);
+        pass.referenceMs += elapsedMs(start);
+      }
     };
     if (i % 2 === 0) await runBaseline();
-    const run = await pipeline(c);
-    pass.entries += run.checked;
-    pass.ms += run.ms;
-    pass.batches += run.batches;
+    const start = process.hrtime.bigint();
+    const runs = await Promise.all(group.map(pipeline));
+    pass.ms += elapsedMs(start);
+    for (const run of runs) {
+      pass.entries += run.checked;
+      pass.batches += run.batches;
+    }
     if (i % 2 === 1) await runBaseline();
   }
   return pass;
