@@ -13,7 +13,7 @@
  */
 import { createHash } from "node:crypto";
 import type { BigIntStats } from "node:fs";
-import { lstat, readdir, readlink } from "node:fs/promises";
+import { lstatSync, readdirSync, readlinkSync } from "node:fs";
 import { DirChain } from "./dir-chain";
 import { TreeSnapshotError } from "./errors";
 import {
@@ -31,6 +31,7 @@ import {
   type TreeSnapshotLimits,
 } from "./format";
 import { errnoCode } from "../errors";
+import { sliced } from "../sliced";
 
 export interface ExcludeCandidate {
   /** Relative path, '/'-separated. */
@@ -112,7 +113,7 @@ export function isRootIdentity(
 }
 
 export async function planTree(root: string, options: PlanOptions): Promise<TreePlan> {
-  const rootStat = await lstat(root, { bigint: true }).catch((error: unknown) => {
+  const rootStat = await sliced(() => lstatSync(root, { bigint: true })).catch((error: unknown) => {
     const code = errnoCode(error);
     if (code === "ENOENT" || code === "ENOTDIR") {
       throw new TreeSnapshotError("unsafe_root", "", "root does not exist", { cause: error });
@@ -181,7 +182,8 @@ class Planner {
   async walk(relDir: string, exclude?: ExcludeRule): Promise<void> {
     this.options.signal?.throwIfAborted();
     if (relDir !== "") await this.chain.enter(relDir, this.entries.at(-1)!);
-    const raw = await readdir(this.chain.listingPath(relDir), { encoding: "buffer" });
+    const listing = this.chain.listingPath(relDir);
+    const raw = await sliced(() => readdirSync(listing, { encoding: "buffer" }));
     raw.sort(Buffer.compare);
     const names = raw.map((name) => utf8Name(name, relDir === "" ? name.toString() : `${relDir}/${name}`));
     const siblings = new Set(names);
@@ -230,7 +232,7 @@ class Planner {
     const at = this.chain.childPath(rel);
     let stat: BigIntStats;
     try {
-      stat = await lstat(at, { bigint: true });
+      stat = await sliced(() => lstatSync(at, { bigint: true }));
     } catch (error) {
       const code = errnoCode(error);
       if (code === "ENOENT" || code === "ENOTDIR") {
@@ -241,7 +243,7 @@ class Planner {
     const kind = kindOf(stat, rel);
     const entry = toEntry(rel, kind, stat);
     if (kind === "symlink") {
-      const target = utf8Name(await readlink(at, { encoding: "buffer" }), rel);
+      const target = utf8Name(await sliced(() => readlinkSync(at, { encoding: "buffer" })), rel);
       if (Buffer.byteLength(target) > MAX_PATH_BYTES) {
         throw new TreeSnapshotError("unsupported_filesystem_entry", rel, "link target is too long");
       }
