@@ -76,6 +76,10 @@ export interface TreePlan {
   fileBytes: number;
   /** Exact bytes the encoded snapshot will have. */
   encodedSize: number;
+  /** Allocated bytes (st_blocks x 512) of the entries held, as this pass saw them. */
+  allocatedBytes: number;
+  /** Relative paths the selection's `exclude` rule left out (a directory: its whole contents). */
+  excluded: string[];
   /**
    * SHA-256 over every entry's path, kind, device, inode, mode, size, mtime and ctime as this
    * pass saw them: a later plan of an unchanged tree has the same value, and any write,
@@ -130,7 +134,7 @@ export async function planTree(root: string, options: PlanOptions): Promise<Tree
   const planner = new Planner(root, chain, options);
   try {
     if (options.selection.kind === "walk") {
-      planner.add(toEntry("", "directory", rootStat));
+      planner.add(toEntry("", "directory", rootStat), rootStat.blocks);
       await planner.walk("", options.selection.exclude);
     } else {
       await planner.listed(options.selection.paths);
@@ -146,6 +150,8 @@ class Planner {
   private count = 0;
   private files = 0;
   private fileBytes = 0;
+  private allocatedBytes = 0;
+  private readonly excluded: string[] = [];
 
   constructor(
     private readonly root: string,
@@ -153,7 +159,8 @@ class Planner {
     private readonly options: PlanOptions,
   ) {}
 
-  add(entry: PlannedEntry): void {
+  /** Adds an entry (`blocks`: its st_blocks). */
+  add(entry: PlannedEntry, blocks: bigint): void {
     const { limits } = this.options;
     if (entry.path !== "") {
       this.count += 1;
@@ -176,6 +183,7 @@ class Planner {
       }
     }
     this.entries.push(entry);
+    this.allocatedBytes += Number(blocks) * 512;
   }
 
   /** Adds the contents of directory `relDir` (already entered or the root), depth first. */
@@ -189,9 +197,12 @@ class Planner {
     const siblings = new Set(names);
     for (const name of names) {
       const rel = relDir === "" ? name : `${relDir}/${name}`;
-      const entry = await this.inspect(rel);
-      if (exclude?.({ path: rel, name, kind: entry.kind, siblings })) continue;
-      this.add(entry);
+      const { entry, blocks } = await this.inspect(rel);
+      if (exclude?.({ path: rel, name, kind: entry.kind, siblings })) {
+        this.excluded.push(rel);
+        continue;
+      }
+      this.add(entry, blocks);
       if (entry.kind === "directory") await this.walk(rel, exclude);
     }
   }
@@ -212,11 +223,11 @@ class Planner {
     for (const rel of ordered) {
       if (inside !== null && rel.startsWith(`${inside}/`)) continue;
       inside = null;
-      const entry = await this.inspect(rel);
+      const { entry, blocks } = await this.inspect(rel);
       if (wanted.get(rel) === "parent" && entry.kind !== "directory") {
         throw new TreeSnapshotError("unsafe_path", rel, `a parent of listed paths is a ${entry.kind}`);
       }
-      this.add(entry);
+      this.add(entry, blocks);
       if (entry.kind === "directory") {
         if (wanted.get(rel) === "listed") {
           await this.walk(rel);
@@ -228,7 +239,7 @@ class Planner {
     }
   }
 
-  private async inspect(rel: string): Promise<PlannedEntry> {
+  private async inspect(rel: string): Promise<{ entry: PlannedEntry; blocks: bigint }> {
     const at = this.chain.childPath(rel);
     let stat: BigIntStats;
     try {
@@ -249,7 +260,7 @@ class Planner {
       }
       entry.target = target;
     }
-    return entry;
+    return { entry, blocks: stat.blocks };
   }
 
   finish(selection: TreeSelection["kind"]): TreePlan {
@@ -271,6 +282,8 @@ class Planner {
       files: this.files,
       fileBytes: this.fileBytes,
       encodedSize,
+      allocatedBytes: this.allocatedBytes,
+      excluded: this.excluded,
       stateDigest: state.digest("hex"),
     };
   }

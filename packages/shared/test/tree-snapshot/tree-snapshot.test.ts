@@ -152,6 +152,24 @@ describe("a snapshot keeps every file with its mode, every directory and every l
     expect((await digestTree(target, { selection: walk, limits })).treeDigest).toBe(restored.treeDigest);
   });
 
+  it("a plan counts the allocated bytes of what it holds and names what it left out: with the left-out trees, every byte of the tree", async () => {
+    const root = await richTree();
+    const plan = await planTree(root, { selection: walk, limits });
+    expect(plan.excluded).toEqual(["node_modules"]);
+    /** Allocated bytes of every entry below `at` (and `at`), never following a link. */
+    const allocated = async (at: string): Promise<number> => {
+      const stat = await lstat(at);
+      let bytes = stat.blocks * 512;
+      if (stat.isDirectory())
+        for (const name of await readdir(at)) bytes += await allocated(path.join(at, name));
+      return bytes;
+    };
+    expect(plan.allocatedBytes + (await allocated(path.join(root, "node_modules")))).toBe(
+      await allocated(root),
+    );
+    expect(plan.allocatedBytes).toBeGreaterThan(3 * 1024 * 1024); // big.bin is held
+  });
+
   it("writes the same bytes for the same tree, and the digest of a live tree matches its snapshot", async () => {
     const root = await richTree();
     const a = await snapshotBytes(root);

@@ -114,9 +114,12 @@ export async function planDirectory(task: ProvenTask, signal?: AbortSignal): Pro
       signal,
       rootIdentity: task.dir.identity,
     });
-    const { allocatedBytes } = await treeStats(task.dir.path, signal, task.info);
+    // What removal frees: the plan's entries, and what the selection left out of it.
+    let bytes = plan.allocatedBytes;
+    for (const rel of plan.excluded)
+      bytes += (await treeStats(path.join(task.dir.path, rel), signal)).allocatedBytes;
     await task.dir.recheck();
-    return { plan, bytes: allocatedBytes };
+    return { plan, bytes };
   } catch (error) {
     if (error instanceof PathRefused) return { refused: "unsafe_task_directory" };
     const refused = refusalOf(error);
