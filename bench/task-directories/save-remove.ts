@@ -23,7 +23,7 @@ import { loadavg } from "node:os";
 import { treeStats } from "@reclaim/core";
 import { applyMigrations } from "@reclaim/core/src/db/migrate";
 import { createEmptyDatabase, startStack, tempDir, type Stack } from "@reclaim/testkit";
-import { TASK_ENV } from "@reclaim/testkit/src/fixtures/task-directories";
+import { task, TASK_ENV, type Task } from "@reclaim/testkit/src/fixtures/task-directories";
 
 const DIRS = Number(process.env.BENCH_DIRS ?? 100);
 const FILES = Number(process.env.BENCH_FILES ?? 2000);
@@ -86,40 +86,18 @@ async function raw(dirs: string[], out: string): Promise<{ seal: number; proof: 
 /** The 1-minute load average now (the machine is shared: figures are read against it). */
 const load = () => Number(loadavg()[0]!.toFixed(2));
 
-interface Task {
-  company: string;
-  issue: string;
-  workspace: string;
-  dir: string;
-}
-
-/** DIRS closed tasks of COMPANIES companies with their directories, in `stack`. */
+/**
+ * DIRS closed tasks of COMPANIES companies in `stack` (the domain tests' fixture: rows, and a
+ * directory with a few files and links and a node_modules beside a package.json), each
+ * directory filled with FILES files.
+ */
 async function tasks(stack: Stack): Promise<Task[]> {
   const made: Task[] = [];
   const companies = Array.from({ length: COMPANIES }, () => randomUUID());
-  const closed = new Date(Date.now() - 10 * 86_400_000);
   for (let i = 0; i < DIRS; i++) {
-    const company = companies[i % COMPANIES]!;
-    const issue = randomUUID();
-    const workspace = randomUUID();
-    const dir = path.join(stack.instanceRoot, "isolated-workspaces", company, issue);
-    await stack.db.issue.create({
-      data: { id: issue, companyId: company, status: "done", completedAt: closed },
-    });
-    await stack.db.executionWorkspace.create({
-      data: {
-        id: workspace,
-        companyId: company,
-        sourceIssueId: issue,
-        mode: "isolated_workspace",
-        strategyType: "project_primary",
-        providerType: "local_fs",
-        cwd: dir,
-      },
-    });
-    await stack.db.issue.update({ where: { id: issue }, data: { executionWorkspaceId: workspace } });
-    await fill(dir);
-    made.push({ company, issue, workspace, dir });
+    const t = await task(stack, { companyId: companies[i % COMPANIES]! });
+    await fill(t.dir);
+    made.push(t);
   }
   return made;
 }
