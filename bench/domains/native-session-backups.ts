@@ -119,11 +119,13 @@ async function sessions(
 async function rulesSurvey(sessionsRoot: string): Promise<number> {
   let walked = 0;
   const list = (dir: string) => readdir(dir).catch(() => [] as string[]);
+  const walk = async (tree: string) => {
+    walked += (await treeStats(tree)).entries > 0 ? 1 : 0;
+  };
   for (const name of await list(sessionsRoot)) {
     const dir = path.join(sessionsRoot, name);
     if (name === "quarantine") {
-      for (const entry of await list(dir))
-        walked += (await treeStats(path.join(dir, entry))).entries > 0 ? 1 : 0;
+      for (const entry of await list(dir)) await walk(path.join(dir, entry));
       continue;
     }
     const listed = new Set(await list(dir));
@@ -132,14 +134,13 @@ async function rulesSurvey(sessionsRoot: string): Promise<number> {
     if (listed.has("failover-backups")) {
       const backups = path.join(dir, "failover-backups");
       if ((await list(backups)).includes("current")) {
-        walked += (await treeStats(path.join(backups, "current"))).entries > 0 ? 1 : 0;
+        await walk(path.join(backups, "current"));
         await readFileBounded(path.join(backups, "current", "manifest.json"), MAX_COPY_MANIFEST_BYTES);
       }
     }
     if (listed.has("continuity-breaks")) {
       const archives = path.join(dir, "continuity-breaks");
-      for (const archive of await list(archives))
-        walked += (await treeStats(path.join(archives, archive))).entries > 0 ? 1 : 0;
+      for (const archive of await list(archives)) await walk(path.join(archives, archive));
     }
   }
   return walked;
