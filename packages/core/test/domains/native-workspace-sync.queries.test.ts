@@ -1,9 +1,12 @@
 /**
  * The runs behind a batch of sync folders (run-state.sql) are read by key: each run by its
- * primary key, whatever the number of runs of the instance, under custom and generic plans,
- * on a database whose tables were never analyzed (a young one, as a fresh install's) and on an
- * analyzed one. A join was planned as a scan of every run of the instance for each batch
- * (bench/platform/sync-folders.ts: 4-6 ms of a batch of 50 folders at 3,000-10,000 runs).
+ * primary key, and the rows of the other tables the rules read through the run (or the lease
+ * its sync reference names), whatever the number of rows of the instance, under custom and
+ * generic plans, on a database whose tables were never analyzed (a young one, as a fresh
+ * install's) and on an analyzed one. A join was planned as a scan of every run of the instance
+ * for each batch (bench/platform/sync-folders.ts: 4-6 ms of a batch of 50 folders at
+ * 3,000-10,000 runs), and the rules' EXISTS as hashed subplans reading environment_leases whole
+ * five times a batch (17-27 ms at 20,000 leases).
  * And a company job finds its first runs in name order (companyRunsInOrder). Real PostgreSQL.
  */
 import { randomUUID } from "node:crypto";
@@ -25,14 +28,33 @@ afterAll(async () => {
   await database.drop();
 });
 
-it("reads each run of the batch by its primary key, however many runs the instance holds, planned young or analyzed, custom or generic", async () => {
+it("reads each run of the batch by its primary key, and only the batch's rows of the tables its rules read, however many the instance holds, planned young or analyzed, custom or generic", async () => {
   const runs = Array.from({ length: 3000 }, () => randomUUID());
+  const leases = runs.map(() => randomUUID());
+  const company = randomUUID();
+  // Every run references its own lease, destroyed; each has a finalization, a retained
+  // recovery and an adoption (all settled): rows the rules read for the batch's runs, and
+  // 2,950 of each they must not.
   await poolOf(db).query(
-    `INSERT INTO heartbeat_runs (id, company_id, status, finished_at, runner_profile_json)
-     SELECT r, $2::uuid, 'succeeded', now() - interval '9 days',
-            '{"nativeWorkspaceSync": {"schema": "paperclip.native-workspace-sync/v1", "state": "finalized", "leaseId": "x"}}'::jsonb
-       FROM unnest($1::uuid[]) AS r`,
-    [runs, randomUUID()],
+    `WITH r AS (SELECT * FROM unnest($1::uuid[], $3::uuid[]) AS r(id, lease))
+     , runs AS (
+       INSERT INTO heartbeat_runs (id, company_id, status, finished_at, runner_profile_json)
+       SELECT r.id, $2::uuid, 'succeeded', now() - interval '9 days',
+              jsonb_build_object('nativeWorkspaceSync', jsonb_build_object(
+                'schema', 'paperclip.native-workspace-sync/v1', 'state', 'finalized', 'leaseId', r.lease::text))
+         FROM r)
+     , l AS (
+       INSERT INTO environment_leases (id, company_id, heartbeat_run_id, status, provider)
+       SELECT r.lease, $2::uuid, r.id, 'destroyed', 'local' FROM r)
+     , f AS (
+       INSERT INTO native_run_finalizations (run_id, company_id, issue_id, phase)
+       SELECT r.id, $2::uuid, gen_random_uuid(), 'committed' FROM r)
+     , w AS (
+       INSERT INTO retained_workspace_recoveries (company_id, heartbeat_run_id, status)
+       SELECT $2::uuid, r.id, 'completed' FROM r)
+     INSERT INTO historical_recovery_adoptions (company_id, heartbeat_run_id, status)
+     SELECT $2::uuid, r.id, 'completed' FROM r`,
+    [runs, company, leases],
   );
   const batch = runs.slice(1000, 1050);
   const client = await poolOf(db).connect();
@@ -47,10 +69,19 @@ it("reads each run of the batch by its primary key, however many runs the instan
         );
         await client.query("DEALLOCATE run_state");
         const read = rowsReadByTable(rows);
-        expect({ analyzed, mode, runs: read.get("heartbeat_runs") }).toEqual({
+        expect({ analyzed, mode, read: Object.fromEntries(read) }).toEqual({
           analyzed,
           mode,
-          runs: batch.length,
+          read: {
+            heartbeat_runs: batch.length,
+            // Each run's lease by its run, and the one its reference names by its key.
+            environment_leases: 2 * batch.length,
+            native_run_finalizations: batch.length,
+            retained_workspace_recoveries: batch.length,
+            historical_recovery_adoptions: batch.length,
+            issue_recovery_actions: 0,
+            reclaim_created_tables: expect.any(Number),
+          },
         });
       }
     }

@@ -39,12 +39,75 @@ runs AS (
     FROM ids
    CROSS JOIN LATERAL (SELECT * FROM heartbeat_runs WHERE id = ids.id OFFSET 0) AS r
 ),
+-- What the other tables say of each run: one lookup per run and table, through its index
+-- (heartbeat_run_id; the lease's primary key), each folding that run's rows into its flags. A
+-- flag is true when one of the run's rows matches, as an EXISTS would be (bool_or skips a null
+-- condition; no row reads as false). OFFSET 0 keeps each lookup a lookup: a semi-join or hashed
+-- subplan reads the whole table for every batch (the statement once took twelve EXISTS, which
+-- PostgreSQL hashed: 5 full reads of environment_leases per batch).
+facts AS (
+  SELECT r.id,
+         l.leases > 0 AS has_lease,
+         COALESCE(l.local_lease, false) AS has_local_lease,
+         COALESCE(l.active_lease, false) AS live_controller_lease,
+         COALESCE(l.resume_or_cleanup, false) AS lease_resume_or_cleanup,
+         d.destroyed AS referenced_lease_destroyed,
+         COALESCE(f.owner_receipt, false) AS owner_receipt,
+         COALESCE(f.unsettled, false) AS finalization_unsettled,
+         w.pending AS retained_recovery_pending,
+         h.pending AS adoption_pending
+    FROM runs r
+   CROSS JOIN LATERAL (
+     SELECT count(*) AS leases,
+            bool_or(l.provider IS NULL OR l.provider = 'local') AS local_lease,
+            bool_or(l.status = 'active') AS active_lease,
+            bool_or(COALESCE(l.metadata ? 'nativeWorkspaceExportResume', false)
+                    OR l.cleanup_status IN ('pending', 'running', 'in_progress')) AS resume_or_cleanup
+       FROM (SELECT * FROM environment_leases WHERE heartbeat_run_id = r.id OFFSET 0) AS l
+   ) AS l
+   -- The lease the sync reference names, by primary key: a name that is not a lower-case uuid's
+   -- text is no lease id's text (only those are cast).
+   CROSS JOIN LATERAL (
+     SELECT count(*) > 0 AS destroyed
+       FROM (SELECT 1 FROM environment_leases
+              WHERE id = CASE WHEN r.sync_ref ->> 'leaseId' ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                              THEN (r.sync_ref ->> 'leaseId')::uuid END
+                AND status = 'destroyed'
+             OFFSET 0) AS d
+   ) AS d
+   CROSS JOIN LATERAL (
+     SELECT bool_or(f.lease_owner IS NOT NULL) AS owner_receipt,
+            bool_or(NOT (f.lease_owner IS NULL AND f.next_attempt_at IS NULL
+                         AND (f.phase = 'committed'
+                              OR (f.phase = 'terminal_failure'
+                                  AND COALESCE(to_jsonb(f) ->> 'recovery_state', 'blocked') = 'blocked')))) AS unsettled
+       FROM (SELECT * FROM native_run_finalizations WHERE run_id = r.id OFFSET 0) AS f
+   ) AS f
+   CROSS JOIN LATERAL (
+     SELECT count(*) > 0 AS pending
+       FROM (SELECT 1 FROM retained_workspace_recoveries
+              WHERE heartbeat_run_id = r.id
+                AND status IN ('scheduled', 'running', 'awaiting_evidence', 'queued', 'recovering')
+             OFFSET 0) AS w
+   ) AS w
+   CROSS JOIN LATERAL (
+     SELECT count(*) > 0 AS pending
+       FROM (SELECT 1 FROM historical_recovery_adoptions
+              WHERE heartbeat_run_id = r.id AND status IN ('pending', 'running')
+             OFFSET 0) AS h
+   ) AS h
+),
+-- The open recovery actions of the batch's companies that name one of its runs, by run.
 open_actions AS (
-  SELECT a.evidence ->> 'runId' AS run_id, a.cause, a.evidence
+  SELECT a.evidence ->> 'runId' AS run_id,
+         bool_or(a.cause LIKE 'native\_workspace\_%') AS export_active,
+         bool_or(a.cause = 'native_execution_ownership_unverified'
+                 OR a.evidence -> 'ownerVerified' = 'false'::jsonb) AS unverified
     FROM issue_recovery_actions a
    WHERE a.company_id IN (SELECT company_id FROM runs)
      AND a.status IN ('active', 'escalated')
      AND a.evidence ->> 'runId' IN (SELECT id::text FROM runs)
+   GROUP BY a.evidence ->> 'runId'
 )
 SELECT r.id::text AS id,
        r.company_id::text AS company_id,
@@ -56,38 +119,21 @@ SELECT r.id::text AS id,
        COALESCE(r.sync_ref ->> 'schema' = 'paperclip.native-workspace-sync/v1'
                 AND r.sync_ref ->> 'state' IN ('prepared', 'finalized')
                 AND jsonb_typeof(r.sync_ref -> 'leaseId') = 'string', false) AS sync_ref_valid,
-       EXISTS (SELECT 1 FROM environment_leases l WHERE l.heartbeat_run_id = r.id) AS has_lease,
-       EXISTS (SELECT 1 FROM environment_leases l
-                WHERE l.heartbeat_run_id = r.id AND (l.provider IS NULL OR l.provider = 'local')) AS has_local_lease,
-       EXISTS (SELECT 1 FROM environment_leases l
-                WHERE l.heartbeat_run_id = r.id AND l.status = 'active') AS live_controller_lease,
-       EXISTS (SELECT 1 FROM environment_leases l
-                WHERE l.heartbeat_run_id = r.id
-                  AND (COALESCE(l.metadata ? 'nativeWorkspaceExportResume', false)
-                       OR l.cleanup_status IN ('pending', 'running', 'in_progress'))) AS lease_resume_or_cleanup,
-       EXISTS (SELECT 1 FROM environment_leases l
-                WHERE l.id::text = r.sync_ref ->> 'leaseId' AND l.status = 'destroyed') AS referenced_lease_destroyed,
-       EXISTS (SELECT 1 FROM native_run_finalizations f
-                WHERE f.run_id = r.id AND f.lease_owner IS NOT NULL) AS owner_receipt,
-       EXISTS (SELECT 1 FROM native_run_finalizations f
-                WHERE f.run_id = r.id
-                  AND NOT (f.lease_owner IS NULL AND f.next_attempt_at IS NULL
-                           AND (f.phase = 'committed'
-                                OR (f.phase = 'terminal_failure'
-                                    AND COALESCE(to_jsonb(f) ->> 'recovery_state', 'blocked') = 'blocked')))) AS finalization_unsettled,
-       EXISTS (SELECT 1 FROM open_actions a
-                WHERE a.run_id = r.id::text AND a.cause LIKE 'native\_workspace\_%') AS export_active,
-       EXISTS (SELECT 1 FROM open_actions a
-                WHERE a.run_id = r.id::text
-                  AND (a.cause = 'native_execution_ownership_unverified'
-                       OR a.evidence -> 'ownerVerified' = 'false'::jsonb)) AS unverified_recovery,
-       EXISTS (SELECT 1 FROM retained_workspace_recoveries w
-                WHERE w.heartbeat_run_id = r.id
-                  AND w.status IN ('scheduled', 'running', 'awaiting_evidence', 'queued', 'recovering')) AS retained_recovery_pending,
-       EXISTS (SELECT 1 FROM historical_recovery_adoptions h
-                WHERE h.heartbeat_run_id = r.id AND h.status IN ('pending', 'running')) AS adoption_pending,
+       x.has_lease,
+       x.has_local_lease,
+       x.live_controller_lease,
+       x.lease_resume_or_cleanup,
+       x.referenced_lease_destroyed,
+       x.owner_receipt,
+       x.finalization_unsettled,
+       COALESCE(a.export_active, false) AS export_active,
+       COALESCE(a.unverified, false) AS unverified_recovery,
+       x.retained_recovery_pending,
+       x.adoption_pending,
        u.unwritten_tables
   FROM runs r
+  JOIN facts x ON x.id = r.id
+  LEFT JOIN open_actions a ON a.run_id = r.id::text
  CROSS JOIN (SELECT ARRAY(SELECT t.table_name
                             FROM reclaim_created_tables t
                            WHERE t.table_name = ANY($2::text[])
