@@ -1,0 +1,167 @@
+/**
+ * What git cache expiration reads of a batch of git worktree workspaces (git-workspaces.sql):
+ * when anything last touched each workspace's issue tree, from every source the rule names, and
+ * read by the batch's keys: the company's runs are read once a batch, never once per issue of
+ * the batch's trees (a join on "context issue OR checkout run OR execution run" read them per
+ * issue: 146-205 ms a batch of 50 workspaces at 25,000 runs a company). Real PostgreSQL.
+ */
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import { createDb, poolOf, sqlFile, type Db } from "@reclaim/core";
+import { createTestDatabase, rowsReadByTable, type TestDatabase } from "@reclaim/testkit";
+import { gitWorkspaces } from "../../src/domains/git-restore-points/queries";
+
+const SQL = path.join(__dirname, "../../src/domains/git-restore-points");
+let database: TestDatabase;
+let db: Db;
+beforeAll(async () => {
+  database = await createTestDatabase();
+  db = createDb(database.url);
+});
+afterAll(async () => {
+  await db.$disconnect();
+  await database.drop();
+});
+
+const daysAgo = (days: number) => new Date(Date.now() - days * 86_400_000);
+
+async function workspace(company: string, root: string, lastUsedDaysAgo: number): Promise<string> {
+  const id = randomUUID();
+  await poolOf(db).query(
+    `INSERT INTO execution_workspaces (id, company_id, source_issue_id, mode, strategy_type, provider_type, status, cwd, last_used_at)
+     VALUES ($1, $2, $3, 'isolated_workspace', 'git_worktree', 'git_worktree', 'idle', $4, $5)`,
+    [id, company, root, `/srv/wt/${id}`, daysAgo(lastUsedDaysAgo)],
+  );
+  return id;
+}
+
+async function issue(
+  company: string,
+  fields: { parent?: string; status?: string; updatedDaysAgo: number; boundTo?: string },
+): Promise<string> {
+  const id = randomUUID();
+  await poolOf(db).query(
+    `INSERT INTO issues (id, company_id, parent_id, status, updated_at, execution_workspace_id)
+     VALUES ($1, $2, $3, $4, $5, $6)`,
+    [id, company, fields.parent ?? null, fields.status ?? "done", daysAgo(fields.updatedDaysAgo), fields.boundTo ?? null],
+  );
+  return id;
+}
+
+async function run(company: string, finishedDaysAgo: number, contextIssue?: string): Promise<string> {
+  const id = randomUUID();
+  await poolOf(db).query(
+    `INSERT INTO heartbeat_runs (id, company_id, status, created_at, started_at, finished_at, context_snapshot)
+     VALUES ($1, $2, 'succeeded', $3, $3, $4, $5)`,
+    [id, company, daysAgo(60), daysAgo(finishedDaysAgo), contextIssue ? { issueId: contextIssue } : null],
+  );
+  return id;
+}
+
+it("last_touch is the latest of the workspace's last use, its tree's and bound issues' updates, and their runs (by context, checkout or execution run); bound_open sees an open bound issue", async () => {
+  const company = randomUUID();
+  const other = randomUUID();
+  const at = (id: string, m: Awaited<ReturnType<typeof gitWorkspaces>>) => m.get(id)!.last_touch?.toISOString();
+  // 1. its last use
+  const r1 = await issue(company, { updatedDaysAgo: 50 });
+  const w1 = await workspace(company, r1, 3);
+  // 2. a grandchild's update
+  const r2 = await issue(company, { updatedDaysAgo: 50 });
+  const c2 = await issue(company, { parent: r2, updatedDaysAgo: 40 });
+  await issue(company, { parent: c2, updatedDaysAgo: 4 });
+  const w2 = await workspace(company, r2, 30);
+  // 3. a run naming a child in its context (another company's newer run naming it does not count)
+  const r3 = await issue(company, { updatedDaysAgo: 50 });
+  const c3 = await issue(company, { parent: r3, updatedDaysAgo: 40 });
+  await run(company, 5, c3);
+  await run(other, 1, c3);
+  const w3 = await workspace(company, r3, 30);
+  // 4. the root's checkout run, of another issue's context
+  const r4 = await issue(company, { updatedDaysAgo: 50 });
+  const checkout = await run(company, 6, randomUUID());
+  await poolOf(db).query(`UPDATE issues SET checkout_run_id = $1 WHERE id = $2`, [checkout, r4]);
+  const w4 = await workspace(company, r4, 30);
+  // 5. a bound issue's execution run; the bound issue is open
+  const r5 = await issue(company, { updatedDaysAgo: 50 });
+  const w5 = await workspace(company, r5, 30);
+  const b5 = await issue(company, { status: "in_progress", updatedDaysAgo: 40, boundTo: w5 });
+  const execution = await run(company, 7);
+  await poolOf(db).query(`UPDATE issues SET execution_run_id = $1 WHERE id = $2`, [execution, b5]);
+
+  const found = await gitWorkspaces(db, company, [w1, w2, w3, w4, w5, w1]);
+  expect([...found.keys()].sort()).toEqual([w1, w2, w3, w4, w5].sort());
+  const latest = async (table: string, id: string, column: string) =>
+    ((await poolOf(db).query(`SELECT ${column} AS at FROM ${table} WHERE id = $1`, [id])).rows[0].at as Date).toISOString();
+  expect(at(w1, found)).toBe(await latest("execution_workspaces", w1, "last_used_at"));
+  expect(at(w2, found)).toBe(
+    (await poolOf(db).query(`SELECT updated_at AS at FROM issues WHERE parent_id = $1`, [c2])).rows[0].at.toISOString(),
+  );
+  const ranFor = async (issueId: string) =>
+    (
+      await poolOf(db).query(
+        `SELECT finished_at AS at FROM heartbeat_runs WHERE company_id = $1 AND context_snapshot ->> 'issueId' = $2`,
+        [company, issueId],
+      )
+    ).rows[0].at.toISOString();
+  expect(at(w3, found)).toBe(await ranFor(c3));
+  expect(at(w4, found)).toBe(await latest("heartbeat_runs", checkout, "finished_at"));
+  expect(at(w5, found)).toBe(await latest("heartbeat_runs", execution, "finished_at"));
+  expect([w1, w2, w3, w4, w5].map((w) => found.get(w)!.bound_open)).toEqual([false, false, false, false, true]);
+});
+
+it("reads the company's runs once a batch, not once per issue of the batch's trees, planned young or analyzed, custom or generic", async () => {
+  const company = randomUUID();
+  // 50 workspaces, each a tree of a root and two children plus a bound issue, two runs per
+  // issue naming it; 5,000 other runs of the company and 5,000 of another company.
+  await poolOf(db).query(
+    `WITH w AS (SELECT gen_random_uuid() AS id, gen_random_uuid() AS root, gen_random_uuid() AS a,
+                       gen_random_uuid() AS b, gen_random_uuid() AS bound
+                  FROM generate_series(1, 50))
+     , ws AS (
+       INSERT INTO execution_workspaces (id, company_id, source_issue_id, mode, strategy_type, provider_type, status, cwd, last_used_at)
+       SELECT id, $1::uuid, root, 'isolated_workspace', 'git_worktree', 'git_worktree', 'idle', '/srv/wt/' || id, now() FROM w)
+     , i AS (
+       INSERT INTO issues (id, company_id, parent_id, status, updated_at, execution_workspace_id)
+       SELECT x.id, $1::uuid, x.parent, 'done', now(), x.ws
+         FROM w CROSS JOIN LATERAL (VALUES (w.root, NULL::uuid, NULL::uuid), (w.a, w.root, NULL), (w.b, w.root, NULL),
+                                           (w.bound, NULL, w.id)) AS x(id, parent, ws)
+       RETURNING id)
+     INSERT INTO heartbeat_runs (company_id, status, created_at, finished_at, context_snapshot)
+     SELECT $1::uuid, 'succeeded', now(), now(), jsonb_build_object('issueId', i.id::text)
+       FROM i, generate_series(1, 2)`,
+    [company],
+  );
+  await poolOf(db).query(
+    `INSERT INTO heartbeat_runs (company_id, status, created_at, finished_at)
+     SELECT c, 'succeeded', now(), now() FROM unnest(ARRAY[$1::uuid, $2::uuid]) AS c, generate_series(1, 5000)`,
+    [company, randomUUID()],
+  );
+  const batch = (
+    await poolOf(db).query<{ id: string }>(`SELECT id::text FROM execution_workspaces WHERE company_id = $1`, [company])
+  ).rows.map((r) => r.id);
+  const companyRuns = 5000 + 50 * 4 * 2;
+  const client = await poolOf(db).connect();
+  try {
+    for (const analyzed of [false, true]) {
+      if (analyzed) await client.query("ANALYZE");
+      for (const mode of ["force_custom_plan", "force_generic_plan"]) {
+        await client.query(`SET plan_cache_mode = ${mode}`);
+        await client.query(`PREPARE git_workspaces (jsonb, text) AS ${sqlFile(SQL, "git-workspaces.sql")}`);
+        const { rows } = await client.query<{ "QUERY PLAN": unknown }>(
+          `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE git_workspaces (${client.escapeLiteral(JSON.stringify(batch))}, '${company}')`,
+        );
+        await client.query("DEALLOCATE git_workspaces");
+        const runs = rowsReadByTable(rows).get("heartbeat_runs") ?? 0;
+        // At most the company's runs once (no index has context_snapshot's issueId), never per issue.
+        expect({ analyzed, mode, atMostTheCompanysRunsOnce: runs <= companyRuns }).toEqual({
+          analyzed,
+          mode,
+          atMostTheCompanysRunsOnce: true,
+        });
+      }
+    }
+  } finally {
+    await client.query("RESET plan_cache_mode");
+    client.release();
+  }
+});
