@@ -3,6 +3,8 @@
  * the rows it needs (by key, never a table scan), whatever plan PostgreSQL keeps.
  */
 
+import type pg from "pg";
+
 type PlanRows = { "QUERY PLAN": unknown }[];
 
 /** Every node of the plan, depth first. */
@@ -32,4 +34,48 @@ export function rowsReadByTable(rows: PlanRows): Map<string, number> {
   const read = new Map<string, number>();
   for (const [table, , n] of tableScans(rows)) read.set(table, (read.get(table) ?? 0) + n);
   return read;
+}
+
+/** What `readsUnderEveryPlan` saw under one plan. */
+export interface PlanReads {
+  analyzed: boolean;
+  mode: "force_custom_plan" | "force_generic_plan";
+  /** The rows the plan's scans read, by table (`rowsReadByTable`). */
+  read: Map<string, number>;
+}
+
+/**
+ * A statement prepared (`PREPARE s (<types>) AS <text>`) and run as `EXECUTE s (<args>)` (SQL
+ * literals) under each plan PostgreSQL can keep for it: on tables never analyzed (a young
+ * database, as a fresh install's), then after `analyze` (default: the whole database), each with
+ * a custom and a generic plan; the rows each plan's scans read, by table. The caller asserts
+ * what a keyed read allows.
+ */
+export async function readsUnderEveryPlan(
+  pool: pg.Pool,
+  statement: { text: string; types: string; args: string; analyze?: string },
+): Promise<PlanReads[]> {
+  const client = await pool.connect();
+  const seen: PlanReads[] = [];
+  try {
+    for (const analyzed of [false, true]) {
+      if (analyzed) await client.query(statement.analyze ?? "ANALYZE");
+      for (const mode of ["force_custom_plan", "force_generic_plan"] as const) {
+        await client.query(`SET plan_cache_mode = ${mode}`);
+        await client.query(`PREPARE under_every_plan (${statement.types}) AS ${statement.text}`);
+        try {
+          const { rows } = await client.query<{ "QUERY PLAN": unknown }>(
+            `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE under_every_plan (${statement.args})`,
+          );
+          seen.push({ analyzed, mode, read: rowsReadByTable(rows) });
+        } finally {
+          await client.query("DEALLOCATE under_every_plan");
+        }
+      }
+    }
+  } finally {
+    await client.query("RESET plan_cache_mode").catch(() => undefined);
+    client.release();
+  }
+  return seen;
 }

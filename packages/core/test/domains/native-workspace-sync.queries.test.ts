@@ -11,8 +11,9 @@
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";
+import pg from "pg";
 import { createDb, poolOf, prismaTransaction, sqlFile, type Db } from "@reclaim/core";
-import { createTestDatabase, rowsReadByTable, type TestDatabase } from "@reclaim/testkit";
+import { createTestDatabase, readsUnderEveryPlan, type TestDatabase } from "@reclaim/testkit";
 import { companyRunsInOrder, runStates } from "../../src/domains/native-workspace-sync/queries";
 import { SOURCES, type SourceRule } from "../../src/domains/native-workspace-sync/rules";
 
@@ -57,37 +58,26 @@ it("reads each run of the batch by its primary key, and only the batch's rows of
     [runs, company, leases],
   );
   const batch = runs.slice(1000, 1050);
-  const client = await poolOf(db).connect();
-  try {
-    for (const analyzed of [false, true]) {
-      if (analyzed) await client.query("ANALYZE heartbeat_runs");
-      for (const mode of ["force_custom_plan", "force_generic_plan"]) {
-        await client.query(`SET plan_cache_mode = ${mode}`);
-        await client.query(`PREPARE run_state (jsonb, text[]) AS ${sqlFile(SQL, "run-state.sql")}`);
-        const { rows } = await client.query<{ "QUERY PLAN": unknown }>(
-          `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE run_state (${client.escapeLiteral(JSON.stringify(batch))}, '{native_run_finalizations}')`,
-        );
-        await client.query("DEALLOCATE run_state");
-        const read = rowsReadByTable(rows);
-        expect({ analyzed, mode, read: Object.fromEntries(read) }).toEqual({
-          analyzed,
-          mode,
-          read: {
-            heartbeat_runs: batch.length,
-            // Each run's lease by its run, and the one its reference names by its key.
-            environment_leases: 2 * batch.length,
-            native_run_finalizations: batch.length,
-            retained_workspace_recoveries: batch.length,
-            historical_recovery_adoptions: batch.length,
-            issue_recovery_actions: 0,
-            reclaim_created_tables: expect.any(Number),
-          },
-        });
-      }
-    }
-  } finally {
-    await client.query("RESET plan_cache_mode");
-    client.release();
+  const plans = await readsUnderEveryPlan(poolOf(db), {
+    text: sqlFile(SQL, "run-state.sql"),
+    types: "jsonb, text[]",
+    args: `${pg.escapeLiteral(JSON.stringify(batch))}, '{native_run_finalizations}'`,
+  });
+  for (const { analyzed, mode, read } of plans) {
+    expect({ analyzed, mode, read: Object.fromEntries(read) }).toEqual({
+      analyzed,
+      mode,
+      read: {
+        heartbeat_runs: batch.length,
+        // Each run's lease by its run, and the one its reference names by its key.
+        environment_leases: 2 * batch.length,
+        native_run_finalizations: batch.length,
+        retained_workspace_recoveries: batch.length,
+        historical_recovery_adoptions: batch.length,
+        issue_recovery_actions: 0,
+        reclaim_created_tables: expect.any(Number),
+      },
+    });
   }
 });
 

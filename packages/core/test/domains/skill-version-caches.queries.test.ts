@@ -8,8 +8,9 @@
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";
+import pg from "pg";
 import { createDb, poolOf, sqlFile, type Db } from "@reclaim/core";
-import { createTestDatabase, rowsReadByTable, type TestDatabase } from "@reclaim/testkit";
+import { createTestDatabase, readsUnderEveryPlan, type TestDatabase } from "@reclaim/testkit";
 
 const SQL = path.join(__dirname, "../../src/domains/skill-version-caches");
 let database: TestDatabase;
@@ -60,40 +61,27 @@ it("reads each entry's version and package by key, however many the instance hol
   const companies = await seed(30); // 3,000 versions and packages
   const batch = companies[7]!;
   const refs = batch.refs.slice(0, 50);
-  const client = await poolOf(db).connect();
-  try {
-    for (const analyzed of [false, true]) {
-      if (analyzed)
-        await client.query("ANALYZE company_skill_versions, company_skill_version_packages, company_skills");
-      for (const mode of ["force_custom_plan", "force_generic_plan"]) {
-        await client.query(`SET plan_cache_mode = ${mode}`);
-        await client.query(
-          `PREPARE facts (text, jsonb, int, text[]) AS ${sqlFile(SQL, "version-facts.sql")}`,
-        );
-        const { rows } = await client.query<{ "QUERY PLAN": unknown }>(
-          `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE facts (${client.escapeLiteral(batch.companyId)}, ${client.escapeLiteral(JSON.stringify(refs))}, 3, '{company_skill_run_pins}')`,
-        );
-        await client.query("DEALLOCATE facts");
-        const read = rowsReadByTable(rows);
-        expect({
-          analyzed,
-          mode,
-          versions: read.get("company_skill_versions")! <= 50 + refs.length * 10,
-        }).toEqual({
-          analyzed,
-          mode,
-          versions: true,
-        });
-        // One package per entry, each found by its key.
-        expect({ analyzed, mode, packages: read.get("company_skill_version_packages") }).toEqual({
-          analyzed,
-          mode,
-          packages: refs.length,
-        });
-      }
-    }
-  } finally {
-    await client.query("RESET plan_cache_mode");
-    client.release();
+  const plans = await readsUnderEveryPlan(poolOf(db), {
+    text: sqlFile(SQL, "version-facts.sql"),
+    types: "text, jsonb, int, text[]",
+    args: `${pg.escapeLiteral(batch.companyId)}, ${pg.escapeLiteral(JSON.stringify(refs))}, 3, '{company_skill_run_pins}'`,
+    analyze: "ANALYZE company_skill_versions, company_skill_version_packages, company_skills",
+  });
+  for (const { analyzed, mode, read } of plans) {
+    expect({
+      analyzed,
+      mode,
+      versions: read.get("company_skill_versions")! <= 50 + refs.length * 10,
+    }).toEqual({
+      analyzed,
+      mode,
+      versions: true,
+    });
+    // One package per entry, each found by its key.
+    expect({ analyzed, mode, packages: read.get("company_skill_version_packages") }).toEqual({
+      analyzed,
+      mode,
+      packages: refs.length,
+    });
   }
 });
