@@ -49,31 +49,43 @@ export interface PlanReads {
  * literals) under each plan PostgreSQL can keep for it: on tables never analyzed (a young
  * database, as a fresh install's), then after `analyze` (default: the whole database), each with
  * a custom and a generic plan; the rows each plan's scans read, by table. The caller asserts
- * what a keyed read allows.
+ * what a keyed read allows. A statement that writes runs in a transaction rolled back.
  */
 export async function readsUnderEveryPlan(
   pool: pg.Pool,
-  statement: { text: string; types: string; args: string; analyze?: string },
+  statement: {
+    text: string;
+    types: string;
+    args: string;
+    analyze?: string;
+    /** A statement that writes: every run is rolled back (EXPLAIN ANALYZE executes it). */
+    writes?: boolean;
+  },
 ): Promise<PlanReads[]> {
   const client = await pool.connect();
   const seen: PlanReads[] = [];
   try {
+    if (statement.writes) await client.query("BEGIN");
     for (const analyzed of [false, true]) {
       if (analyzed) await client.query(statement.analyze ?? "ANALYZE");
       for (const mode of ["force_custom_plan", "force_generic_plan"] as const) {
         await client.query(`SET plan_cache_mode = ${mode}`);
         await client.query(`PREPARE under_every_plan (${statement.types}) AS ${statement.text}`);
         try {
+          if (statement.writes) await client.query("SAVEPOINT under_every_plan");
           const { rows } = await client.query<{ "QUERY PLAN": unknown }>(
             `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE under_every_plan (${statement.args})`,
           );
+          if (statement.writes) await client.query("ROLLBACK TO SAVEPOINT under_every_plan");
           seen.push({ analyzed, mode, read: rowsReadByTable(rows) });
         } finally {
-          await client.query("DEALLOCATE under_every_plan");
+          // (After a failure in a transaction this fails too: the failure is what the caller sees.)
+          await client.query("DEALLOCATE under_every_plan").catch(() => undefined);
         }
       }
     }
   } finally {
+    if (statement.writes) await client.query("ROLLBACK").catch(() => undefined);
     await client.query("RESET plan_cache_mode").catch(() => undefined);
     client.release();
   }
