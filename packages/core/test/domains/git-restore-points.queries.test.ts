@@ -3,7 +3,9 @@
  * when anything last touched each workspace's issue tree, from every source the rule names, and
  * read by the batch's keys: the company's runs are read once a batch, never once per issue of
  * the batch's trees (a join on "context issue OR checkout run OR execution run" read them per
- * issue: 146-205 ms a batch of 50 workspaces at 25,000 runs a company). Real PostgreSQL.
+ * issue: 146-205 ms a batch of 50 workspaces at 25,000 runs a company), and the issues bound to
+ * the batch's workspaces through Paperclip's index, which the mirror carries (migration
+ * 20261208010000; without it, every issue of the instance). Real PostgreSQL.
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";
@@ -110,7 +112,7 @@ it("last_touch is the latest of the workspace's last use, its tree's and bound i
   expect([w1, w2, w3, w4, w5].map((w) => found.get(w)!.bound_open)).toEqual([false, false, false, false, true]);
 });
 
-it("reads the company's runs once a batch, not once per issue of the batch's trees, planned young or analyzed, custom or generic", async () => {
+it("reads the batch's workspaces and issues by key and the company's runs once a batch, not once per issue of the batch's trees, planned young or analyzed, custom or generic", async () => {
   const company = randomUUID();
   // 50 workspaces, each a tree of a root and two children plus a bound issue, two runs per
   // issue naming it; 5,000 other runs of the company and 5,000 of another company.
@@ -137,6 +139,18 @@ it("reads the company's runs once a batch, not once per issue of the batch's tre
      SELECT c, 'succeeded', now(), now() FROM unnest(ARRAY[$1::uuid, $2::uuid]) AS c, generate_series(1, 5000)`,
     [company, randomUUID()],
   );
+  // Another company's 5,000 workspaces, each with four issues (one bound to it).
+  await poolOf(db).query(
+    `WITH w AS (SELECT gen_random_uuid() AS id, gen_random_uuid() AS root FROM generate_series(1, 5000))
+     , ws AS (
+       INSERT INTO execution_workspaces (id, company_id, source_issue_id, mode, strategy_type, provider_type, status, cwd, last_used_at)
+       SELECT id, $1::uuid, root, 'isolated_workspace', 'git_worktree', 'git_worktree', 'idle', '/srv/other/' || id, now() FROM w)
+     INSERT INTO issues (id, company_id, parent_id, status, updated_at, execution_workspace_id)
+     SELECT x.id, $1::uuid, x.parent, 'done', now(), x.ws
+       FROM w CROSS JOIN LATERAL (VALUES (w.root, NULL::uuid, NULL::uuid), (gen_random_uuid(), w.root, NULL),
+                                         (gen_random_uuid(), w.root, NULL), (gen_random_uuid(), NULL, w.id)) AS x(id, parent, ws)`,
+    [randomUUID()],
+  );
   const batch = (
     await poolOf(db).query<{ id: string }>(`SELECT id::text FROM execution_workspaces WHERE company_id = $1`, [company])
   ).rows.map((r) => r.id);
@@ -149,10 +163,22 @@ it("reads the company's runs once a batch, not once per issue of the batch's tre
   for (const { analyzed, mode, read } of plans) {
     // At most the company's runs once (no index has context_snapshot's issueId), never per issue.
     const runs = read.get("heartbeat_runs") ?? 0;
-    expect({ analyzed, mode, atMostTheCompanysRunsOnce: runs <= companyRuns }).toEqual({
+    const issues = read.get("issues") ?? 0;
+    expect({
+      analyzed,
+      mode,
+      atMostTheCompanysRunsOnce: runs <= companyRuns,
+      // The batch's 200 issues, each looked up a few times (tree, bound, related), not the
+      // instance's 20,200: the bound ones through Paperclip's (company_id,
+      // execution_workspace_id) index, which the mirror has too.
+      issuesByKey: issues <= 3 * 200,
+      workspaces: read.get("execution_workspaces"),
+    }).toEqual({
       analyzed,
       mode,
       atMostTheCompanysRunsOnce: true,
+      issuesByKey: true,
+      workspaces: batch.length,
     });
   }
 });
