@@ -57,18 +57,38 @@ async function heavyWorktree(megabytes = 12): Promise<{ root: string; work: stri
   return { root, work, bare: remote.bare };
 }
 
-/** Polls /proc until a process runs whose command line holds `word` and whose cwd is under `under`. */
+/** This process's descendants, from /proc/<pid>/task/<tid>/children: a few reads, not a scan of /proc. */
+async function descendants(): Promise<string[]> {
+  const found: string[] = [];
+  const pending = [String(process.pid)];
+  while (pending.length > 0) {
+    const pid = pending.pop()!;
+    for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [])) {
+      const children = await readFile(`/proc/${pid}/task/${tid}/children`, "utf8").catch(() => "");
+      for (const child of children.split(" ").filter(Boolean)) {
+        found.push(child);
+        pending.push(child);
+      }
+    }
+  }
+  return found;
+}
+
+/**
+ * Polls until a process this one started (directly or not) runs whose command line holds
+ * `word` and whose cwd is under `under`. Only its own descendants are read, so each poll takes
+ * a few reads: a scan of all of /proc missed an index-pack of 48 MiB under the full suite's load.
+ */
 async function processOf(word: string, under: string, timeoutMs = 30_000): Promise<number> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
-    for (const name of await readdir("/proc")) {
-      if (!/^\d+$/.test(name)) continue;
+    for (const name of await descendants()) {
       const cmdline = await readFile(`/proc/${name}/cmdline`, "utf8").catch(() => "");
       if (!cmdline.split("\0").includes(word)) continue;
       const cwd = await readlink(`/proc/${name}/cwd`).catch(() => "");
       if (cwd.startsWith(under)) return Number(name);
     }
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, 1));
   }
   throw new Error(`no ${word} process under ${under}`);
 }
