@@ -20,6 +20,12 @@
 --   task_session_ids       agent task sessions pointing at the session
 --                          (session_params_json.sessionId or session_display_id = sessionId)
 -- Works on Paperclip's full tables and on Reclaim's mirror alike.
+-- Reads: runs, issues and finalizations by primary key; runs by session (session_id_before /
+-- _after), open recovery actions by run, leases by the copy's scope and task sessions by
+-- session among the batch's companies' rows (no index has those keys), each once a batch, as an
+-- array of keys the lookup takes (OFFSET 0 keeps each from being planned as a join reading the
+-- whole table: the joins read every run, issue, finalization, action, lease and task session of
+-- the instance, 60,000 runs for a batch owning 1,400). native-session-backups.queries.test.
 WITH sessions AS (
   SELECT s ->> 'scope' AS scope,
          (s ->> 'companyId')::uuid AS company_id,
@@ -28,17 +34,35 @@ WITH sessions AS (
          COALESCE(s -> 'issueIds', '[]'::jsonb) AS listed_issues
     FROM jsonb_array_elements($1::jsonb) s
 ),
+keys AS (
+  SELECT array_agg(DISTINCT company_id) AS companies,
+         array_agg(DISTINCT session_id) AS session_ids,
+         array_agg(DISTINCT scope) AS scopes
+    FROM sessions
+),
+listed_runs AS (
+  SELECT s.scope, s.company_id, listed.id::uuid AS id
+    FROM sessions s CROSS JOIN LATERAL jsonb_array_elements_text(s.listed_runs) listed(id)
+),
 runs AS (
-  SELECT s.scope, r.id, r.status, r.finished_at, r.context_snapshot ->> 'issueId' AS issue_id
-    FROM sessions s JOIN heartbeat_runs r ON r.company_id = s.company_id AND r.session_id_before = s.session_id
+  -- The batch's companies' runs read once for both session columns; a run joins each session
+  -- it names (before, after, or both: once).
+  SELECT s.scope, r.id, r.company_id, r.status, r.finished_at, r.issue_id
+    FROM (SELECT h.id, h.company_id, h.session_id_before, h.session_id_after, h.status, h.finished_at,
+                 h.context_snapshot ->> 'issueId' AS issue_id
+            FROM heartbeat_runs h
+           WHERE h.company_id = ANY ((SELECT companies FROM keys)::uuid[])
+             AND (h.session_id_before = ANY ((SELECT session_ids FROM keys)::text[])
+                  OR h.session_id_after = ANY ((SELECT session_ids FROM keys)::text[]))
+          OFFSET 0) r
+    JOIN sessions s ON s.company_id = r.company_id AND s.session_id IN (r.session_id_before, r.session_id_after)
   UNION
-  SELECT s.scope, r.id, r.status, r.finished_at, r.context_snapshot ->> 'issueId'
-    FROM sessions s JOIN heartbeat_runs r ON r.company_id = s.company_id AND r.session_id_after = s.session_id
-  UNION
-  SELECT s.scope, r.id, r.status, r.finished_at, r.context_snapshot ->> 'issueId'
-    FROM sessions s
-    CROSS JOIN LATERAL jsonb_array_elements_text(s.listed_runs) listed(id)
-    JOIN heartbeat_runs r ON r.id = listed.id::uuid AND r.company_id = s.company_id
+  SELECT l.scope, r.id, r.company_id, r.status, r.finished_at, r.issue_id
+    FROM (SELECT h.id, h.company_id, h.status, h.finished_at, h.context_snapshot ->> 'issueId' AS issue_id
+            FROM heartbeat_runs h
+           WHERE h.id = ANY ((SELECT array_agg(DISTINCT id) FROM listed_runs)::uuid[])
+          OFFSET 0) r
+    JOIN listed_runs l ON l.id = r.id AND l.company_id = r.company_id
 ),
 session_issues AS (
   SELECT scope, issue_id::uuid AS id FROM runs
@@ -58,7 +82,11 @@ issue_state AS (
          bool_or(i.status NOT IN ('done', 'cancelled')) AS open_issue,
          max(CASE WHEN i.status = 'done' THEN COALESCE(i.completed_at, i.updated_at)
                   ELSE COALESCE(i.cancelled_at, i.updated_at) END) AS last_closed_at
-    FROM session_issues si JOIN issues i ON i.id = si.id
+    FROM session_issues si
+    JOIN (SELECT k.id, k.status, k.completed_at, k.cancelled_at, k.updated_at
+            FROM issues k
+           WHERE k.id = ANY ((SELECT array_agg(DISTINCT id) FROM session_issues)::uuid[])
+          OFFSET 0) i ON i.id = si.id
    GROUP BY si.scope
 ),
 finalization_state AS (
@@ -69,34 +97,59 @@ finalization_state AS (
                            OR (f.phase = 'terminal_failure'
                                AND COALESCE(to_jsonb(f) ->> 'recovery_state', 'blocked') = 'blocked')))) AS unsettled,
          bool_or(COALESCE(to_jsonb(f) ->> 'recovery_state', 'blocked') <> 'blocked') AS recovering
-    FROM runs r JOIN native_run_finalizations f ON f.run_id = r.id
+    FROM runs r
+    JOIN (SELECT * FROM native_run_finalizations
+           WHERE run_id = ANY ((SELECT array_agg(DISTINCT id) FROM runs)::uuid[])
+          OFFSET 0) f ON f.run_id = r.id
    GROUP BY r.scope
 ),
 recovery_state AS (
-  -- An open (active or escalated) recovery action naming one of the session's runs.
+  -- An open (active or escalated) recovery action naming one of the session's runs, of the
+  -- session's company: every run of a session is of the session's company (each way of
+  -- finding one requires it), so the run's company_id stands for the session's. (The
+  -- original joined the sessions again by scope: the same, unless one scope came twice in a
+  -- batch, for two companies.) Joined by equality on the run's key, which young tables' row
+  -- estimates do not turn into a nested loop comparing every run with every session.
   SELECT DISTINCT r.scope
     FROM runs r
-    JOIN sessions s ON s.scope = r.scope
-    JOIN issue_recovery_actions a
-      ON a.company_id = s.company_id AND a.evidence ->> 'runId' = r.id::text
-   WHERE a.status IN ('active', 'escalated')
+    JOIN (SELECT a.company_id, a.evidence ->> 'runId' AS run_id
+            FROM issue_recovery_actions a
+           WHERE a.company_id = ANY ((SELECT companies FROM keys)::uuid[])
+             AND a.evidence ->> 'runId' = ANY ((SELECT array_agg(DISTINCT id::text) FROM runs)::text[])
+             AND a.status IN ('active', 'escalated')
+          OFFSET 0) a
+      ON a.run_id = r.id::text AND a.company_id = r.company_id
 ),
 lease_state AS (
   SELECT DISTINCT s.scope
-    FROM sessions s JOIN environment_leases l ON l.company_id = s.company_id
-   WHERE l.status IN ('active', 'released', 'retained', 'pending_cleanup')
-     AND l.metadata -> 'nativeHarnessBackup' ->> 'sessionScopeId' = s.scope
+    FROM sessions s
+    JOIN (SELECT l.company_id, l.metadata -> 'nativeHarnessBackup' ->> 'sessionScopeId' AS scope
+            FROM environment_leases l
+           WHERE l.company_id = ANY ((SELECT companies FROM keys)::uuid[])
+             AND l.metadata -> 'nativeHarnessBackup' ->> 'sessionScopeId' = ANY ((SELECT scopes FROM keys)::text[])
+             AND l.status IN ('active', 'released', 'retained', 'pending_cleanup')
+          OFFSET 0) l
+      ON l.company_id = s.company_id AND l.scope = s.scope
 ),
 task_state AS (
-  -- Two equality joins, not one OR: each can use an index on (company_id, key).
   SELECT scope, array_agg(id ORDER BY id) AS ids
     FROM (SELECT s.scope, t.id::text AS id
-            FROM sessions s JOIN agent_task_sessions t
-              ON t.company_id = s.company_id AND t.session_params_json ->> 'sessionId' = s.session_id
+            FROM sessions s
+            JOIN (SELECT t.id, t.company_id, t.session_params_json ->> 'sessionId' AS session_id
+                    FROM agent_task_sessions t
+                   WHERE t.company_id = ANY ((SELECT companies FROM keys)::uuid[])
+                     AND t.session_params_json ->> 'sessionId' = ANY ((SELECT session_ids FROM keys)::text[])
+                  OFFSET 0) t
+              ON t.company_id = s.company_id AND t.session_id = s.session_id
           UNION
           SELECT s.scope, t.id::text
-            FROM sessions s JOIN agent_task_sessions t
-              ON t.company_id = s.company_id AND t.session_display_id = s.session_id) matched
+            FROM sessions s
+            JOIN (SELECT t.id, t.company_id, t.session_display_id AS session_id
+                    FROM agent_task_sessions t
+                   WHERE t.company_id = ANY ((SELECT companies FROM keys)::uuid[])
+                     AND t.session_display_id = ANY ((SELECT session_ids FROM keys)::text[])
+                  OFFSET 0) t
+              ON t.company_id = s.company_id AND t.session_id = s.session_id) matched
    GROUP BY scope
 )
 SELECT s.scope,
