@@ -6,4 +6,4 @@ SELECT w.id::text AS id, w.company_id::text AS company_id, w.source_issue_id::te
        w.mode, w.strategy_type, w.provider_type, w.status, w.cwd, w.closed_at, w.metadata, w.updated_at
   FROM execution_workspaces w
  WHERE w.company_id = $2::uuid
-   AND w.id IN (SELECT value::uuid FROM jsonb_array_elements_text($1::jsonb))
+   AND w.id = ANY (ARRAY(SELECT value::uuid FROM jsonb_array_elements_text($1::jsonb)))

@@ -79,6 +79,24 @@ it("reads each run of the batch by its primary key, and only the batch's rows of
       },
     });
   }
+  // Which names are runs, and of which company; a company's first runs among the names.
+  for (const [file, types, args] of [
+    ["run-owners.sql", "jsonb", pg.escapeLiteral(JSON.stringify(batch))],
+    ["company-runs.sql", "jsonb, uuid, int", `${pg.escapeLiteral(JSON.stringify(batch))}, '${company}', 201`],
+  ] as const) {
+    for (const { analyzed, mode, read } of await readsUnderEveryPlan(poolOf(db), {
+      text: sqlFile(SQL, file),
+      types,
+      args,
+    })) {
+      expect({ file, analyzed, mode, runs: read.get("heartbeat_runs") }).toEqual({
+        file,
+        analyzed,
+        mode,
+        runs: batch.length,
+      });
+    }
+  }
 });
 
 it("a company job's folders are the company's first runs in name order: names without a run, other companies' runs and runs gone are passed over, and a run that appears for a name seen without one is found", async () => {

@@ -3,5 +3,5 @@
 -- $1 jsonb: array of agent_task_sessions ids (uuid text)
 -- Output: id text, one row per deleted task session
 DELETE FROM agent_task_sessions
- WHERE id IN (SELECT value::uuid FROM jsonb_array_elements_text($1::jsonb))
+ WHERE id = ANY (ARRAY(SELECT value::uuid FROM jsonb_array_elements_text($1::jsonb)))
 RETURNING id::text AS id

@@ -6,17 +6,17 @@
 -- Output: runs, issues, task_sessions (int): how many rows were locked
 WITH locked_runs AS (
   SELECT id FROM heartbeat_runs
-   WHERE id IN (SELECT value::uuid FROM jsonb_array_elements_text($1::jsonb -> 'runIds'))
+   WHERE id = ANY (ARRAY(SELECT value::uuid FROM jsonb_array_elements_text($1::jsonb -> 'runIds')))
    ORDER BY id FOR UPDATE
 ),
 locked_issues AS (
   SELECT id FROM issues
-   WHERE id IN (SELECT value::uuid FROM jsonb_array_elements_text($1::jsonb -> 'issueIds'))
+   WHERE id = ANY (ARRAY(SELECT value::uuid FROM jsonb_array_elements_text($1::jsonb -> 'issueIds')))
    ORDER BY id FOR UPDATE
 ),
 locked_task_sessions AS (
   SELECT id FROM agent_task_sessions
-   WHERE id IN (SELECT value::uuid FROM jsonb_array_elements_text($1::jsonb -> 'taskSessionIds'))
+   WHERE id = ANY (ARRAY(SELECT value::uuid FROM jsonb_array_elements_text($1::jsonb -> 'taskSessionIds')))
    ORDER BY id FOR UPDATE
 )
 SELECT (SELECT count(*) FROM locked_runs)::int AS runs,

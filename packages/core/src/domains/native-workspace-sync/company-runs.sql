@@ -10,7 +10,7 @@ WITH mine AS MATERIALIZED (
   SELECT r.id, r.status, r.finished_at
     FROM heartbeat_runs r
    WHERE r.company_id = $2::uuid
-     AND r.id IN (SELECT value::uuid FROM jsonb_array_elements_text($1::jsonb))
+     AND r.id = ANY (ARRAY(SELECT value::uuid FROM jsonb_array_elements_text($1::jsonb)))
 )
 SELECT id::text AS id, status, finished_at
   FROM mine

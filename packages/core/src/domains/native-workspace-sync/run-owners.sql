@@ -4,4 +4,4 @@
 -- Output: id text, company_id text, one row per existing run
 SELECT r.id::text AS id, r.company_id::text AS company_id
   FROM heartbeat_runs r
- WHERE r.id IN (SELECT value::uuid FROM jsonb_array_elements_text($1::jsonb))
+ WHERE r.id = ANY (ARRAY(SELECT value::uuid FROM jsonb_array_elements_text($1::jsonb)))

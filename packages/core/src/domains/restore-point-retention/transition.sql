@@ -13,6 +13,6 @@ UPDATE execution_workspace_restore_points rp
        delete_after = CASE WHEN $3::text IN ('delete_requested', 'deleted') THEN NULL ELSE rp.delete_after END,
        deleted_at = CASE WHEN $3::text = 'deleted' THEN $4::timestamptz ELSE rp.deleted_at END,
        updated_at = $4::timestamptz
- WHERE rp.id IN (SELECT value::uuid FROM jsonb_array_elements_text($1::jsonb))
-   AND rp.status IN (SELECT value FROM jsonb_array_elements_text($2::jsonb))
+ WHERE rp.id = ANY (ARRAY(SELECT value::uuid FROM jsonb_array_elements_text($1::jsonb)))
+   AND rp.status = ANY (ARRAY(SELECT value FROM jsonb_array_elements_text($2::jsonb)))
 RETURNING rp.id::text AS id
