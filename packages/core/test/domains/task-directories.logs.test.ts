@@ -7,6 +7,7 @@
  * a directory logs `execution_workspace.task_directory_restore`. Real scheduler and worker,
  * their log lines captured as JSON.
  */
+import fs from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createLogger, treeStats } from "@reclaim/core";
@@ -184,6 +185,32 @@ describe("with removal on", () => {
 });
 
 describe("in a dry run", () => {
+  it("a directory judged in one batch as its workspace's and as the walk's is walked once: both lines carry that walk's bytes", async () => {
+    const log = await logged({ ...TASK_ENV, PAPERCLIP_TASK_DIRECTORY_RETENTION_DRY_RUN: "true" });
+    const { stack } = log;
+    try {
+      await stack.idle(); // the start-up walk, before the directory exists
+      const t = await task(stack);
+      const bytes = await bytesOf(t.dir);
+      const lstats = jest.spyOn(fs, "lstatSync");
+      // The issue closes: its directory's item and its workspace's item are due together.
+      await closeEvent(stack, t);
+      expect(await log.waitLine(RETENTION, t.issue)).toMatchObject({
+        outcome: "dry_run",
+        candidateBytes: bytes,
+      });
+      await log.cleanup(t.issue, "skipped", "workspace_open", bytes);
+      await stack.idle();
+      // One lstat of a file inside: the plan's (through its directory's descriptor); the
+      // cleanup line did not walk the tree again.
+      const ofFile = lstats.mock.calls.filter(([at]) => String(at).endsWith("/summary.md"));
+      expect(ofFile).toHaveLength(1);
+    } finally {
+      jest.restoreAllMocks();
+      await stack.stop();
+    }
+  });
+
   it("the start-up walk's lines say dry_run, with the candidate bytes and nothing reclaimed; a dry-run sweep schedules nothing", async () => {
     let open!: Task;
     let bound!: Task;

@@ -43,7 +43,7 @@ import { planDirectory, provenTask, taskDirectory } from "./survey";
 import { prepareOrphanWalk, type OrphanWalk } from "./orphans";
 import { archiveUnderLocks, nextGeneration, type Candidate as ArchiveCandidate } from "./archive";
 import { judgeRows } from "./judge";
-import { cleanupLog, directoryBytes, retentionLog } from "./logs";
+import { BatchBytes, cleanupLog, directoryBytes, retentionLog } from "./logs";
 
 type Ctx = JobContext<TaskDirectoriesConfig>;
 
@@ -64,6 +64,8 @@ export interface Prepared {
   removals: Removal[];
   directories: DirectoryWork | null;
   walk: OrphanWalk | null;
+  /** The directory bytes this batch measured (logs.ts BatchBytes). */
+  sizes: BatchBytes;
 }
 
 export interface Applied {
@@ -81,6 +83,7 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
     removals: [],
     directories: null,
     walk: null,
+    sizes: new BatchBytes(ctx.instanceRoot),
   };
   if (ctx.scope === INSTANCE_SCOPE) {
     prepared.walk = await prepareOrphanWalk(ctx);
@@ -90,12 +93,6 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
   const due = await dueItems(ctx.db, DOMAIN, companyId, ctx.startedAt, LIMITS.itemsPerBatch);
   const byWorkspace = new Map(
     due.filter((d) => itemOf(d.itemId).kind === "ws").map((d) => [itemOf(d.itemId).id, d]),
-  );
-  prepared.directories = await judgeDirectories(
-    ctx,
-    companyId,
-    due.filter((d) => itemOf(d.itemId).kind === "dir"),
-    new Set(byWorkspace.keys()),
   );
   const rows = await workspaceRows(ctx.db, companyId, [...byWorkspace.keys()]);
   const open: WorkspaceRow[] = [];
@@ -138,7 +135,7 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
     const verdict = verdicts.get(row.id)!;
     ctx.report.examined();
     if (!verdict.save) {
-      await keep(ctx, id, row, verdict.reason, verdict.detail);
+      await keep(ctx, prepared.sizes, id, row, verdict.reason, verdict.detail);
       prepared.settle.push({ item, dueAt: verdict.recheckAt, reason: verdict.reason });
       continue;
     }
@@ -150,10 +147,11 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
     const path = taskDirectory(ctx.instanceRoot, companyId, row.source_issue_id!);
     const planned = await planDirectory(await provenTask(ctx.instanceRoot, path), ctx.signal);
     if ("refused" in planned) {
-      await keep(ctx, id, row, planned.refused);
+      await keep(ctx, prepared.sizes, id, row, planned.refused);
       prepared.settle.push({ item, dueAt: null, reason: planned.refused });
       continue;
     }
+    prepared.sizes.note(path, planned.bytes);
     if (ctx.dryRun) {
       ctx.report.candidate(id, planned.bytes, { companyId });
       retentionLog(ctx, row, "dry_run", null, planned.bytes, 0);
@@ -165,7 +163,7 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
     }
     key ??= await restorePointKey(ctx.config, storage);
     if (key === "refused") {
-      await keep(ctx, id, row, "restore_points_refused");
+      await keep(ctx, prepared.sizes, id, row, "restore_points_refused");
       prepared.settle.push({ item, dueAt: null, reason: "restore_points_refused" });
       continue;
     }
@@ -190,7 +188,7 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
       if (result.restorePointId) {
         schedule(ctx, await dropRestorePoint(ctx.db, companyId, result.restorePointId, ctx.startedAt));
       }
-      await keep(ctx, id, row, result.reason);
+      await keep(ctx, prepared.sizes, id, row, result.reason);
       const retry = result.reason === "storage_unavailable" || result.reason === "task_directory_changed";
       prepared.settle.push({
         item,
@@ -201,6 +199,14 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
     }
     prepared.candidates.push({ item, row, path, captured: result.captured, bytes: planned.bytes });
   }
+  // After the workspaces: a directory one of them planned or measured is not walked again.
+  prepared.directories = await judgeDirectories(
+    ctx,
+    companyId,
+    due.filter((d) => itemOf(d.itemId).kind === "dir"),
+    new Set(byWorkspace.keys()),
+    prepared.sizes,
+  );
   return prepared;
 }
 
@@ -209,7 +215,14 @@ function schedule(ctx: Ctx, requests: DeadlineRequest[]): void {
   for (const d of requests) ctx.deadlines.at(d.reason, d.dueAt, d.scope, d.domain as typeof DOMAIN);
 }
 
-async function keep(ctx: Ctx, id: string, row: WorkspaceRow, reason: string, detail?: string[]) {
+async function keep(
+  ctx: Ctx,
+  sizes: BatchBytes,
+  id: string,
+  row: WorkspaceRow,
+  reason: string,
+  detail?: string[],
+) {
   ctx.report.skip(id, reason, { companyId: row.company_id });
   retentionLog(ctx, row, "skipped", reason, 0, 0, detail);
   if (isClosedWorkspaceStatus(row.status)) {
@@ -221,7 +234,7 @@ async function keep(ctx: Ctx, id: string, row: WorkspaceRow, reason: string, det
       row.source_issue_id!,
       "skipped",
       reason,
-      await directoryBytes(ctx.instanceRoot, dir),
+      await sizes.of(dir),
     );
   }
 }
@@ -234,7 +247,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     const archived = await archiveUnderLocks(ctx, tx, c);
     if ("kept" in archived) {
       schedule(ctx, await dropRestorePoint(tx, c.row.company_id, c.captured.restorePointId, ctx.startedAt));
-      await keep(ctx, id, c.row, archived.kept);
+      await keep(ctx, prepared.sizes, id, c.row, archived.kept);
       const retry = archived.kept === "lock_busy" || archived.kept === "live_or_unresolved_consumer";
       prepared.settle.push({
         item: c.item,

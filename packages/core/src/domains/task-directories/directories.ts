@@ -27,7 +27,7 @@ import { LIMITS, type TaskDirectoriesConfig } from "./config";
 import { DOMAIN, itemOf, wsItem } from "./events";
 import { directoryRefs, type DirectoryRef } from "./queries";
 import { classify, judgeOrphan, type Verdict } from "./rules";
-import { cleanupLog, directoryBytes } from "./logs";
+import { cleanupLog, type BatchBytes } from "./logs";
 import { retryLeftover } from "./orphans";
 import { provenTask, sideName, taskDirectory, type ProvenTask } from "./survey";
 
@@ -87,14 +87,17 @@ async function judgeOrphans(ctx: Ctx, db: Ctx["db"] | Tx, companyId: string, ite
 }
 
 /**
- * Judges the due `dir:` items. `judgedHere`: the workspaces whose own items this batch judges
+ * Judges the due `dir:` items. `judgedHere`: the workspaces whose own items this batch judged
  * already; a directory they point at does not wake them again (each would be judged twice).
+ * `sizes`: the bytes this batch measured already (a directory of an open workspace is logged
+ * with them, not walked again).
  */
 export async function judgeDirectories(
   ctx: Ctx,
   companyId: string,
   items: DueItem[],
   judgedHere: ReadonlySet<string>,
+  sizes: BatchBytes,
 ): Promise<DirectoryWork> {
   const wakes: ItemWake[] = [];
   const settle: { item: DueItem; dueAt: Date | null; reason: string }[] = [];
@@ -131,7 +134,7 @@ export async function judgeDirectories(
           d.issueId,
           "skipped",
           "workspace_open",
-          await directoryBytes(ctx.instanceRoot, dir, ctx.signal),
+          await sizes.of(dir, ctx.signal),
         );
       }
       if (!judgedHere.has(classification.workspaceId))

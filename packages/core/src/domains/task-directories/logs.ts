@@ -65,3 +65,26 @@ export async function directoryBytes(
 ): Promise<number> {
   return provenBytes(await provenTask(instanceRoot, dir), signal);
 }
+
+/**
+ * The bytes of the directories one batch logs, each walked at most once: a directory judged
+ * both as a workspace's (planned, or kept) and as the walk's (`workspace_open`) is one walk,
+ * not two; the plan's own count is noted, so a directory it planned is not walked again.
+ */
+export class BatchBytes {
+  private readonly known = new Map<string, number>();
+  constructor(private readonly instanceRoot: string) {}
+
+  note(dir: string, bytes: number): void {
+    this.known.set(dir, bytes);
+  }
+
+  async of(dir: string, signal?: AbortSignal): Promise<number> {
+    let bytes = this.known.get(dir);
+    if (bytes === undefined) {
+      bytes = await directoryBytes(this.instanceRoot, dir, signal);
+      this.known.set(dir, bytes);
+    }
+    return bytes;
+  }
+}
