@@ -8,16 +8,17 @@
  * to the deadline) finishes the work once the fault is gone.
  */
 import { execFile } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { chmod, mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
-import { PermanentError } from "@reclaim/core";
+import { FaultPoints, PermanentError } from "@reclaim/core";
 import { startStack, type Stack } from "@reclaim/testkit";
 import {
   actionsAt,
   closeEvent,
   exists,
+  issueDirectory,
   reopen,
   runAt,
   snapshotOf,
@@ -280,5 +281,44 @@ describe("a closed task's directory on S3 storage", () => {
     expect((await workspaceRow(s3, t)).status).toBe("active");
     const hour = kept.startedAt + HOUR;
     expect([kept.dueAt?.getTime(), kept.ledger]).toEqual([hour, [hour]]);
+  });
+});
+
+describe("cancellation between entries", () => {
+  it("a batch told to stop after a save still applies that save; the directories it did not judge stay due", async () => {
+    const own = await startStack({ env: TASK_ENV, worker: false });
+    try {
+      const company = randomUUID();
+      const saved = await task(own, { companyId: company });
+      const orphan = await issueDirectory(own, { companyId: company, issue: "gone" });
+      await closeEvent(own, saved);
+      await closeEvent(own, { ...orphan, workspace: "" });
+      const abort = new AbortController();
+      const report = await runAt(
+        { db: own.db, scheduler: own.scheduler, instanceRoot: own.instanceRoot },
+        company,
+        new Date(),
+        "task-directories",
+        {
+          faults: FaultPoints.of({ "task-directories.captured": () => abort.abort(new Error("shutting down")) }),
+          signal: abort.signal,
+        },
+      );
+      expect(report).toMatchObject({ error: null, cancelled: true });
+      // The save is applied: the row archived with its active restore point.
+      expect((await workspaceRow(own, saved)).status).toBe("archived");
+      const points = await own.db.executionWorkspaceRestorePoint.findMany({
+        where: { executionWorkspaceId: saved.workspace },
+      });
+      expect(points.map((p) => p.status)).toEqual(["active"]);
+      // The orphan was not judged: its directory is there and its item is due.
+      expect(await exists(orphan.dir)).toBe(true);
+      const item = await own.db.reclaimItemDeadline.findUnique({
+        where: { domain_itemId: { domain: DOMAIN, itemId: `dir:${orphan.issue}` } },
+      });
+      expect(item?.dueAt.getTime()).toBeLessThanOrEqual(Date.now());
+    } finally {
+      await own.stop();
+    }
   });
 });

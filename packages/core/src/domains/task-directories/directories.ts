@@ -104,6 +104,12 @@ export async function judgeDirectories(
   const orphans: Judged[] = [];
   const read = await judgeOrphans(ctx, ctx.db, companyId, items);
   for (const [i, d] of read.dirs.entries()) {
+    if (ctx.signal.aborted) {
+      // Cancelled between entries: the rest stay due for the next batch, and what this batch
+      // saved already is still applied.
+      ctx.continueNow();
+      break;
+    }
     const dir = read.paths[i]!.path;
     const id = `isolated-workspaces/${companyId}/${d.issueId}`;
     const proven = await provenTask(ctx.instanceRoot, dir);
