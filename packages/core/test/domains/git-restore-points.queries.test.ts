@@ -46,7 +46,14 @@ async function issue(
   await poolOf(db).query(
     `INSERT INTO issues (id, company_id, parent_id, status, updated_at, execution_workspace_id)
      VALUES ($1, $2, $3, $4, $5, $6)`,
-    [id, company, fields.parent ?? null, fields.status ?? "done", daysAgo(fields.updatedDaysAgo), fields.boundTo ?? null],
+    [
+      id,
+      company,
+      fields.parent ?? null,
+      fields.status ?? "done",
+      daysAgo(fields.updatedDaysAgo),
+      fields.boundTo ?? null,
+    ],
   );
   return id;
 }
@@ -64,7 +71,8 @@ async function run(company: string, finishedDaysAgo: number, contextIssue?: stri
 it("last_touch is the latest of the workspace's last use, its tree's and bound issues' updates, and their runs (by context, checkout or execution run); bound_open sees an open bound issue", async () => {
   const company = randomUUID();
   const other = randomUUID();
-  const at = (id: string, m: Awaited<ReturnType<typeof gitWorkspaces>>) => m.get(id)!.last_touch?.toISOString();
+  const at = (id: string, m: Awaited<ReturnType<typeof gitWorkspaces>>) =>
+    m.get(id)!.last_touch?.toISOString();
   // 1. its last use
   const r1 = await issue(company, { updatedDaysAgo: 50 });
   const w1 = await workspace(company, r1, 3);
@@ -94,10 +102,14 @@ it("last_touch is the latest of the workspace's last use, its tree's and bound i
   const found = await gitWorkspaces(db, company, [w1, w2, w3, w4, w5, w1]);
   expect([...found.keys()].sort()).toEqual([w1, w2, w3, w4, w5].sort());
   const latest = async (table: string, id: string, column: string) =>
-    ((await poolOf(db).query(`SELECT ${column} AS at FROM ${table} WHERE id = $1`, [id])).rows[0].at as Date).toISOString();
+    (
+      (await poolOf(db).query(`SELECT ${column} AS at FROM ${table} WHERE id = $1`, [id])).rows[0].at as Date
+    ).toISOString();
   expect(at(w1, found)).toBe(await latest("execution_workspaces", w1, "last_used_at"));
   expect(at(w2, found)).toBe(
-    (await poolOf(db).query(`SELECT updated_at AS at FROM issues WHERE parent_id = $1`, [c2])).rows[0].at.toISOString(),
+    (
+      await poolOf(db).query(`SELECT updated_at AS at FROM issues WHERE parent_id = $1`, [c2])
+    ).rows[0].at.toISOString(),
   );
   const ranFor = async (issueId: string) =>
     (
@@ -109,7 +121,13 @@ it("last_touch is the latest of the workspace's last use, its tree's and bound i
   expect(at(w3, found)).toBe(await ranFor(c3));
   expect(at(w4, found)).toBe(await latest("heartbeat_runs", checkout, "finished_at"));
   expect(at(w5, found)).toBe(await latest("heartbeat_runs", execution, "finished_at"));
-  expect([w1, w2, w3, w4, w5].map((w) => found.get(w)!.bound_open)).toEqual([false, false, false, false, true]);
+  expect([w1, w2, w3, w4, w5].map((w) => found.get(w)!.bound_open)).toEqual([
+    false,
+    false,
+    false,
+    false,
+    true,
+  ]);
 });
 
 it("reads the batch's workspaces and issues by key and the company's runs once a batch, not once per issue of the batch's trees, planned young or analyzed, custom or generic", async () => {
@@ -152,7 +170,10 @@ it("reads the batch's workspaces and issues by key and the company's runs once a
     [randomUUID()],
   );
   const batch = (
-    await poolOf(db).query<{ id: string }>(`SELECT id::text FROM execution_workspaces WHERE company_id = $1`, [company])
+    await poolOf(db).query<{ id: string }>(
+      `SELECT id::text FROM execution_workspaces WHERE company_id = $1`,
+      [company],
+    )
   ).rows.map((r) => r.id);
   const companyRuns = 5000 + 50 * 4 * 2;
   const plans = await readsUnderEveryPlan(poolOf(db), {

@@ -48,7 +48,9 @@ it("a batch's folders: the listed names' records come back, the folder's records
   const [a0, a1, a2, a3] = byFolder.get(a!)!;
   // A folder whose name is a prefix of another's ends at its slash: the other keeps its records.
   const nested = `${a!.slice(0, -1)}x/`;
-  await poolOf(db).query(`INSERT INTO reclaim_confirmed_retirements (path) VALUES ($1)`, [`${nested}.retiring-1`]);
+  await poolOf(db).query(`INSERT INTO reclaim_confirmed_retirements (path) VALUES ($1)`, [
+    `${nested}.retiring-1`,
+  ]);
   const listed = [a0!, a1!, `${a}.retiring-${randomUUID()}`]; // the last has no record
   const found = await prismaTransaction(db, (tx) =>
     confirmedRetirementsIn(tx, [
@@ -57,15 +59,19 @@ it("a batch's folders: the listed names' records come back, the folder's records
     ]),
   );
   expect([...found].sort()).toEqual([a0, a1].sort());
-  const left = (await poolOf(db).query<{ path: string }>(`SELECT path FROM reclaim_confirmed_retirements`)).rows.map(
-    (r) => r.path,
-  );
+  const left = (
+    await poolOf(db).query<{ path: string }>(`SELECT path FROM reclaim_confirmed_retirements`)
+  ).rows.map((r) => r.path);
   expect(left.sort()).toEqual([a0, a1, ...byFolder.get(c!)!, `${nested}.retiring-1`].sort());
   expect(left).not.toContain(a2);
   expect(left).not.toContain(a3);
   await forgetRetirements(db, [a0!]);
   expect(
-    (await poolOf(db).query(`SELECT path FROM reclaim_confirmed_retirements WHERE path = ANY($1)`, [[a0, a1]])).rows,
+    (
+      await poolOf(db).query(`SELECT path FROM reclaim_confirmed_retirements WHERE path = ANY($1)`, [
+        [a0, a1],
+      ])
+    ).rows,
   ).toEqual([{ path: a1 }]);
 });
 
@@ -96,7 +102,11 @@ it("reads only the batch's folders' records and the listed names, whatever the o
     writes: true,
   });
   for (const { analyzed, mode, read } of forget) {
-    expect({ analyzed, mode, read: read.get("reclaim_confirmed_retirements") }).toEqual({ analyzed, mode, read: 150 });
+    expect({ analyzed, mode, read: read.get("reclaim_confirmed_retirements") }).toEqual({
+      analyzed,
+      mode,
+      read: 150,
+    });
   }
 });
 
