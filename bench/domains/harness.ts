@@ -9,22 +9,9 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import {
-  createDb,
-  domainRegistry,
-  FaultPoints,
-  foldReports,
-  runJob,
-  silentLogger,
-  systemClock,
-  type BatchReport,
-  type Db,
-  type DeadlineQueues,
-  type DomainControls,
-  type DomainId,
-} from "@reclaim/core";
+import { createDb, foldReports, runJob, type BatchReport, type Db, type DomainId } from "@reclaim/core";
 import { applyMigrations } from "@reclaim/core/src/db/migrate";
-import { createEmptyDatabase } from "@reclaim/testkit";
+import { createEmptyDatabase, jobDeps } from "@reclaim/testkit";
 import { statementsSent } from "../support";
 
 export interface Bench {
@@ -43,20 +30,8 @@ export async function openBench(env: Record<string, string> = {}): Promise<Bench
   await applyMigrations(database.url);
   const db = createDb(database.url, { max: 4 });
   const instanceRoot = await mkdtemp(path.join(tmpdir(), "reclaim-bench-"));
-  const configs = new Map<DomainId, DomainControls>();
-  for (const [id, domain] of domainRegistry) configs.set(id, domain.readConfig(env));
   // No BullMQ here: what a job schedules stays in the ledger.
-  const queues = { syncSoon: () => undefined, syncManySoon: () => undefined } as unknown as DeadlineQueues;
-  const deps = {
-    db,
-    queues,
-    clock: systemClock,
-    instanceRoot,
-    log: silentLogger,
-    faults: FaultPoints.none(),
-    configs,
-    domains: domainRegistry,
-  };
+  const deps = jobDeps(db, instanceRoot, env);
   return {
     db,
     instanceRoot,

@@ -11,18 +11,9 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import {
-  createDb,
-  createRedis,
-  DeadlineQueues,
-  domainRegistry,
-  FaultPoints,
-  readDomainConfigs,
-  runJob,
-  silentLogger,
-  systemClock,
-} from "../../packages/core/src";
+import { createDb, createRedis, DeadlineQueues, runJob, systemClock } from "../../packages/core/src";
 import { deleteKeys, TEST_REDIS_URL, uniquePrefix } from "../../packages/testkit/src/redis";
+import { jobDeps } from "../../packages/testkit/src/statements";
 import type { Dataset } from "./dataset";
 
 export { statementsSent, timeStatements } from "../support";
@@ -43,17 +34,7 @@ export async function startBenchWorker(data: Dataset): Promise<BenchWorker> {
   const redis = createRedis(TEST_REDIS_URL);
   const queues = new DeadlineQueues({ db, redis, prefix, clock: systemClock, attempts: 1 });
   const env = { DATABASE_URL: data.url, PAPERCLIP_INSTANCE_ROOT: instanceRoot };
-  const { configs } = readDomainConfigs(domainRegistry, env);
-  const deps = {
-    db,
-    queues,
-    clock: systemClock,
-    instanceRoot,
-    log: silentLogger,
-    faults: FaultPoints.none(),
-    configs,
-    domains: domainRegistry,
-  };
+  const deps = jobDeps(db, instanceRoot, env, queues);
   await db.$queryRawUnsafe("SELECT 1"); // connect before anything is counted
   return {
     async batch(companyId) {

@@ -9,3 +9,4 @@ export * from "./s3/rgw";
 export * from "./s3/test-bucket";
 export * from "./outside";
 export * from "./plans";
+export * from "./statements";

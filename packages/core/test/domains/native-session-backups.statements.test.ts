@@ -8,47 +8,16 @@
  * per leftover came in once unnoticed (a704047: one DELETE per confirmed copy after commit).
  */
 import { randomUUID } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import path from "node:path";
-import pg from "pg";
-import {
-  createDb,
-  domainRegistry,
-  FaultPoints,
-  foldReports,
-  INSTANCE_SCOPE,
-  runJob,
-  silentLogger,
-  systemClock,
-  type BatchReport,
-  type Db,
-  type DeadlineQueues,
-  type DomainControls,
-  type DomainId,
-} from "@reclaim/core";
-import { createTestDatabase, writeTree, type Stack, type TestDatabase } from "@reclaim/testkit";
+import { INSTANCE_SCOPE, type BatchReport } from "@reclaim/core";
+import { batchRunner, countStatements, scratchInstances, writeTree, type Stack } from "@reclaim/testkit";
 import { closedSession, DOMAIN, sessionDir, writeArchive } from "./native-session-backups.fixtures";
 
-let statements = 0;
-const query = pg.Client.prototype.query;
-beforeAll(() => {
-  pg.Client.prototype.query = function counted(this: pg.Client, ...args: unknown[]) {
-    statements += 1;
-    return (query as (...a: unknown[]) => unknown).apply(this, args);
-  } as typeof pg.Client.prototype.query;
-});
-afterAll(() => {
-  pg.Client.prototype.query = query;
-});
-
-const opened: { database: TestDatabase; db: Db; root: string }[] = [];
+const counter = countStatements();
+const scratch = scratchInstances();
 afterAll(async () => {
-  for (const { database, db, root } of opened) {
-    await db.$disconnect();
-    await database.drop();
-    await rm(root, { recursive: true, force: true });
-  }
+  counter.stop();
+  await scratch.close();
 });
 
 /**
@@ -57,10 +26,7 @@ afterAll(async () => {
  * committed, the batch stopped before `.expired`) and an `.expired-*` in `failover-backups`.
  */
 async function instance(sessions: number, leftovers: boolean) {
-  const database = await createTestDatabase();
-  const db = createDb(database.url);
-  const root = await mkdtemp(path.join(tmpdir(), "reclaim-statements-"));
-  opened.push({ database, db, root });
+  const { db, root } = await scratch.open();
   const stack = { db, instanceRoot: root } as unknown as Stack;
   const now = new Date();
   await db.reclaimNativeSessionLiveness.create({ data: { sessions: [], reportedAt: now, receivedAt: now } });
@@ -77,32 +43,8 @@ async function instance(sessions: number, leftovers: boolean) {
       data: { path: `${rel}/${retiring}`, companyId: s.companyId },
     });
   }
-  const configs = new Map<DomainId, DomainControls>();
-  for (const [id, domain] of domainRegistry) configs.set(id, domain.readConfig({}));
-  const deps = {
-    db,
-    queues: { syncSoon: () => undefined, syncManySoon: () => undefined } as unknown as DeadlineQueues,
-    clock: systemClock,
-    instanceRoot: root,
-    log: silentLogger,
-    faults: FaultPoints.none(),
-    configs,
-    domains: domainRegistry,
-  };
-  return async (dryRun: boolean): Promise<{ report: BatchReport; statements: number }> => {
-    const before = statements;
-    const report = await runJob(deps, {
-      id: `statements-${randomUUID()}`,
-      data: { kind: "sweep", domain: DOMAIN, scope: INSTANCE_SCOPE, dryRun },
-      attemptsMade: 0,
-      attempts: 1,
-      signal: new AbortController().signal,
-    });
-    const sent = statements - before;
-    // Its reports folded now: a fold of this instance's due later would be counted in another's batch.
-    await foldReports(db);
-    return { report, statements: sent };
-  };
+  const run = batchRunner(db, root);
+  return (dryRun: boolean) => run({ kind: "sweep", domain: DOMAIN, scope: INSTANCE_SCOPE, dryRun });
 }
 
 /** One batch over 2 and over 12 sessions, each on an instance of its own. */
