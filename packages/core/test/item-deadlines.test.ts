@@ -10,6 +10,7 @@ import {
   nextItemDue,
   scopesWithItems,
   settleItem,
+  settleItems,
   wakeItems,
   type Db,
 } from "@reclaim/core";
@@ -80,4 +81,54 @@ it("a verdict is written only when no wake-up came while the item was judged", a
   expect(await scopesWithItems(db, DOMAIN)).toEqual(
     expect.arrayContaining([{ scope: company, dueAt: at(9) }]),
   );
+});
+
+it("a batch's verdicts are written in one statement, each only where no wake-up came; an item given twice keeps its first", async () => {
+  const company = randomUUID();
+  const [kept, woken, retried] = [randomUUID(), randomUUID(), randomUUID()];
+  await wakeItems(
+    db,
+    [kept, woken, retried].map((itemId) => ({
+      domain: DOMAIN,
+      scope: company,
+      itemId,
+      reason: "startup",
+      dueAt: at(0),
+    })),
+    at(0),
+  );
+  const seen = new Map((await dueItems(db, DOMAIN, company, at(1), 10)).map((d) => [d.itemId, d]));
+  await wakeItems(
+    db,
+    [{ domain: DOMAIN, scope: company, itemId: woken, reason: "issue.changed", dueAt: at(2) }],
+    at(2),
+  );
+  const verdict = (itemId: string, dueAt: Date | null, reason: string) => ({
+    itemId,
+    version: seen.get(itemId)!.version,
+    dueAt,
+    reason,
+  });
+  const settled = await settleItems(
+    db,
+    DOMAIN,
+    [
+      verdict(kept, null, "tree_open"),
+      verdict(woken, null, "tree_open"),
+      verdict(retried, at(60), "lock_busy"),
+      verdict(retried, null, "removed"),
+    ],
+    at(3),
+  );
+  expect([...settled].sort()).toEqual([kept, retried].sort());
+  // The woken item is still due as the wake-up left it; the retried one at its first verdict.
+  expect(await dueItems(db, DOMAIN, company, at(59), 10)).toEqual([
+    expect.objectContaining({ itemId: woken, reason: "startup", dueAt: at(0) }),
+  ]);
+  expect(await dueItems(db, DOMAIN, company, at(60), 10)).toEqual(
+    expect.arrayContaining([
+      expect.objectContaining({ itemId: retried, reason: "lock_busy", dueAt: at(60) }),
+    ]),
+  );
+  expect(await settleItems(db, DOMAIN, [], at(4))).toEqual(new Set());
 });

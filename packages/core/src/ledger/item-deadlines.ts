@@ -9,11 +9,12 @@
  *    earlier one; a NULL due time is "nothing scheduled") and bumps `version`; it returns the
  *    ledger requests the caller records so the company's job runs then;
  *  - a job reads `dueItems` (due_at <= now) with their versions, judges them, and
- *    `settleItem`s each: the next due time (or NULL) is written only if the version is still
- *    the one it read. An item woken while the job judged it stays due, and runs again.
+ *    settles them (`settleItems`, one statement for a batch's items): the next due time (or
+ *    NULL) is written only if the version is still the one it read. An item woken while the
+ *    job judged it stays due, and runs again.
  *  - `nextItemDue` is the earliest scheduled item: the job requests the ledger deadline for it.
  */
-import type { Db, Tx } from "../db";
+import { runStatementIn, statement, type Db, type Tx } from "../db";
 import { sqlFile } from "../db/sql";
 import type { DeadlineRequest } from "./deadlines";
 import type { Scope } from "./scope";
@@ -68,21 +69,62 @@ export async function dueItems(
   return rows.map((r) => ({ itemId: r.itemId, reason: r.reason, dueAt: r.dueAt!, version: r.version }));
 }
 
+export interface ItemVerdict {
+  itemId: string;
+  /** The version the job read (DueItem.version). */
+  version: bigint;
+  /** Due again then; null: wait for an event. */
+  dueAt: Date | null;
+  reason: string;
+}
+
+const SETTLE_ITEMS = statement(__dirname, "settle-items.sql");
+
 /**
- * The verdict for an item the job read at `version`: due again at `dueAt` (NULL: wait for an
- * event), for `reason`. Returns false when a wake-up came meanwhile (the row stays due).
+ * The verdicts for items of `domain` the job read, in one statement however many: each is
+ * written only where the item is still at the version the job read (a wake-up that came
+ * meanwhile keeps the row due). An item given twice keeps its first verdict, as one settle
+ * after another would (the first bumps the version the second expects). Returns the ids of
+ * the items settled.
  */
+export async function settleItems(
+  db: Db | Tx,
+  domain: string,
+  verdicts: readonly ItemVerdict[],
+  now: Date,
+): Promise<Set<string>> {
+  const first = new Map<string, ItemVerdict>();
+  for (const v of verdicts) if (!first.has(v.itemId)) first.set(v.itemId, v);
+  if (first.size === 0) return new Set();
+  const rows = await runStatementIn<{ item_id: string }>(db, SETTLE_ITEMS, [
+    domain,
+    JSON.stringify(
+      [...first.values()].map((v) => ({
+        itemId: v.itemId,
+        version: v.version.toString(),
+        dueAt: v.dueAt?.toISOString() ?? null,
+        reason: v.reason,
+      })),
+    ),
+    now,
+  ]);
+  return new Set(rows.map((r) => r.item_id));
+}
+
+/** One item's verdict (settleItems); false when a wake-up came meanwhile (the row stays due). */
 export async function settleItem(
   db: Db | Tx,
   item: { domain: string; itemId: string; version: bigint },
   next: { dueAt: Date | null; reason: string },
   now: Date,
 ): Promise<boolean> {
-  const changed = await db.reclaimItemDeadline.updateMany({
-    where: { domain: item.domain, itemId: item.itemId, version: item.version },
-    data: { dueAt: next.dueAt, reason: next.reason, version: { increment: 1 }, updatedAt: now },
-  });
-  return changed.count === 1;
+  const settled = await settleItems(
+    db,
+    item.domain,
+    [{ ...item, dueAt: next.dueAt, reason: next.reason }],
+    now,
+  );
+  return settled.size === 1;
 }
 
 /** Forgets items that no longer exist (a workspace row deleted). */

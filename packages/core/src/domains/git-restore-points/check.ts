@@ -15,7 +15,7 @@
  */
 import { describeError } from "../../jobs/classify";
 import type { Tx } from "../../db";
-import { dueItems, nextItemDue, settleItem, type DueItem } from "../../ledger";
+import { dueItems, nextItemDue, settleItem, settleItems, type DueItem, type ItemVerdict } from "../../ledger";
 import { subjectFacts } from "../../workspaces";
 import type { DomainId } from "../ids";
 import type { JobContext } from "../types";
@@ -66,6 +66,7 @@ export async function apply(ctx: Ctx, tx: Tx): Promise<Applied> {
     .map((w) => ({ key: w.id, rootIssueId: w.source_issue_id!, workspaceIds: [w.id] }));
   const facts = await subjectFacts(tx, companyId, subjects, ctx.startedAt);
   const work: Work[] = [];
+  const verdicts: ItemVerdict[] = [];
   for (const item of items) {
     ctx.report.examined();
     const row = rows.get(item.itemId);
@@ -82,13 +83,14 @@ export async function apply(ctx: Ctx, tx: Tx): Promise<Applied> {
     }
     if (verdict.action === "wait") ctx.report.skip(entryId(item.itemId), verdict.reason, { companyId });
     if (ctx.kind !== "sweep" && !ctx.dryRun) {
-      const next =
+      verdicts.push(
         verdict.action === "wait"
-          ? { dueAt: verdict.dueAt, reason: verdict.reason }
-          : { dueAt: null, reason: "forget" };
-      await settleItem(tx, { domain: DOMAIN, ...item }, next, ctx.startedAt);
+          ? { ...item, dueAt: verdict.dueAt, reason: verdict.reason }
+          : { ...item, dueAt: null, reason: "forget" },
+      );
     }
   }
+  await settleItems(tx, DOMAIN, verdicts, ctx.startedAt);
   if (more) ctx.continueNow();
   return { work, more };
 }

@@ -21,6 +21,7 @@ import {
   forgetItems,
   nextItemDue,
   settleItem,
+  settleItems,
   type DeadlineRequest,
   type DueItem,
 } from "../../ledger";
@@ -30,7 +31,7 @@ import { isClosedWorkspaceStatus, workspaceRows, type WorkspaceRow } from "../..
 import type { JobContext } from "../types";
 import { captureDirectory, dropRestorePoint, restorePointKey } from "./capture";
 import { LIMITS, type TaskDirectoriesConfig } from "./config";
-import { DOMAIN, itemOf } from "./events";
+import { DOMAIN, itemOf, verdictOf, type Settle } from "./events";
 import {
   deleteRetiredOrphans,
   judgeDirectories,
@@ -58,7 +59,7 @@ interface Removal extends PendingRemoval {
 }
 
 export interface Prepared {
-  settle: { item: DueItem; dueAt: Date | null; reason: string }[];
+  settle: Settle[];
   forget: string[];
   candidates: Candidate[];
   removals: Removal[];
@@ -228,14 +229,7 @@ async function keep(
   if (isClosedWorkspaceStatus(row.status)) {
     // A closed row its issue is still bound to: the walk's directory, kept.
     const dir = taskDirectory(ctx.instanceRoot, row.company_id, row.source_issue_id!);
-    cleanupLog(
-      ctx,
-      row.company_id,
-      row.source_issue_id!,
-      "skipped",
-      reason,
-      await sizes.of(dir),
-    );
+    cleanupLog(ctx, row.company_id, row.source_issue_id!, "skipped", reason, await sizes.of(dir));
   }
 }
 
@@ -270,14 +264,7 @@ export async function apply(ctx: Ctx, tx: Tx, prepared: Prepared): Promise<Appli
     prepared.settle.push({ item: c.item, dueAt: ctx.startedAt, reason: "removing" });
   }
   await forgetItems(tx, DOMAIN, prepared.forget);
-  for (const s of prepared.settle) {
-    await settleItem(
-      tx,
-      { domain: DOMAIN, itemId: s.item.itemId, version: s.item.version },
-      s,
-      ctx.startedAt,
-    );
-  }
+  await settleItems(tx, DOMAIN, prepared.settle.map(verdictOf), ctx.startedAt);
   const orphans = prepared.directories ? await prepared.directories.apply(tx) : [];
   return { removals, orphans };
 }

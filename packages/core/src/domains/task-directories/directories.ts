@@ -14,7 +14,7 @@
 import path from "node:path";
 import type { Tx } from "../../db";
 import { PathRefused, removeRetired, retire, sameIdentity, treeStats, type ProvenDir } from "../../fs";
-import { INSTANCE_SCOPE, settleItem, wakeItems, type DueItem, type ItemWake } from "../../ledger";
+import { INSTANCE_SCOPE, settleItems, wakeItems, type DueItem, type ItemWake } from "../../ledger";
 import {
   consumersOf,
   subjectFacts,
@@ -24,7 +24,7 @@ import {
 } from "../../workspaces";
 import type { JobContext } from "../types";
 import { LIMITS, type TaskDirectoriesConfig } from "./config";
-import { DOMAIN, itemOf, wsItem } from "./events";
+import { DOMAIN, itemOf, verdictOf, wsItem, type Settle } from "./events";
 import { directoryRefs, type DirectoryRef } from "./queries";
 import { classify, judgeOrphan, type Verdict } from "./rules";
 import { cleanupLog, type BatchBytes } from "./logs";
@@ -100,7 +100,7 @@ export async function judgeDirectories(
   sizes: BatchBytes,
 ): Promise<DirectoryWork> {
   const wakes: ItemWake[] = [];
-  const settle: { item: DueItem; dueAt: Date | null; reason: string }[] = [];
+  const settle: Settle[] = [];
   const orphans: Judged[] = [];
   const read = await judgeOrphans(ctx, ctx.db, companyId, items);
   for (const [i, d] of read.dirs.entries()) {
@@ -134,14 +134,7 @@ export async function judgeDirectories(
     if (classification.kind !== "orphan") {
       // The row is judged by its own item (open, or closed and still bound), and logs it.
       if (classification.kind === "open") {
-        cleanupLog(
-          ctx,
-          companyId,
-          d.issueId,
-          "skipped",
-          "workspace_open",
-          await sizes.of(dir, ctx.signal),
-        );
+        cleanupLog(ctx, companyId, d.issueId, "skipped", "workspace_open", await sizes.of(dir, ctx.signal));
       }
       if (!judgedHere.has(classification.workspaceId))
         wakes.push({
@@ -217,15 +210,8 @@ export async function judgeDirectories(
         retired.push({ folder: company, name, companyId, issueId: o.issueId, bytes: o.bytes });
         settle.push({ item: o.item, dueAt: null, reason: "removed" });
       }
-      for (const s of settle) {
-        await settleItem(
-          tx,
-          { domain: DOMAIN, itemId: s.item.itemId, version: s.item.version },
-          s,
-          ctx.startedAt,
-        );
-        if (s.dueAt) ctx.deadlines.at("item", s.dueAt);
-      }
+      await settleItems(tx, DOMAIN, settle.map(verdictOf), ctx.startedAt);
+      for (const s of settle) if (s.dueAt) ctx.deadlines.at("item", s.dueAt);
       for (const r of await wakeItems(tx, wakes, ctx.startedAt)) ctx.deadlines.at(r.reason, r.dueAt);
       return retired;
     },

@@ -15,6 +15,8 @@ import {
   scopesWithItems,
   wakeItems,
   type DeadlineRequest,
+  type DueItem,
+  type ItemVerdict,
   type ItemWake,
 } from "../../ledger";
 import type { EventContext, EventHandlers } from "../types";
@@ -27,6 +29,21 @@ export const dirItem = (issueId: string) => `dir:${issueId}`;
 export function itemOf(itemId: string): { kind: "ws" | "dir"; id: string } {
   return { kind: itemId.startsWith("ws:") ? "ws" : "dir", id: itemId.slice(itemId.indexOf(":") + 1) };
 }
+
+/** An item a batch judged and when it is due again (null: at its next change). */
+export interface Settle {
+  item: DueItem;
+  dueAt: Date | null;
+  reason: string;
+}
+
+/** The ledger's verdict for a settle (settleItems: one statement for a batch's items). */
+export const verdictOf = (s: Settle): ItemVerdict => ({
+  itemId: s.item.itemId,
+  version: s.item.version,
+  dueAt: s.dueAt,
+  reason: s.reason,
+});
 
 export async function onStartup(ctx: EventContext<TaskDirectoriesConfig>): Promise<DeadlineRequest[]> {
   const companies = await scopesWithItems(ctx.db, DOMAIN);
