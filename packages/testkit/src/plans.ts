@@ -48,7 +48,8 @@ export interface PlanReads {
  * A statement prepared (`PREPARE s (<types>) AS <text>`) and run as `EXECUTE s (<args>)` (SQL
  * literals) under each plan PostgreSQL can keep for it: on tables never analyzed (a young
  * database, as a fresh install's), then after `analyze` (default: the whole database), each with
- * a custom and a generic plan; the rows each plan's scans read, by table. The caller asserts
+ * a custom and a generic plan (a custom one only for a statement sent unnamed); the rows each
+ * plan's scans read, by table. The caller asserts
  * what a keyed read allows. A statement that writes runs in a transaction rolled back.
  */
 export async function readsUnderEveryPlan(
@@ -60,6 +61,11 @@ export async function readsUnderEveryPlan(
     analyze?: string;
     /** A statement that writes: every run is rolled back (EXPLAIN ANALYZE executes it). */
     writes?: boolean;
+    /**
+     * Sent unnamed (Prisma's raw queries): PostgreSQL plans it with its values every time, so
+     * only custom plans are tried.
+     */
+    unnamed?: boolean;
   },
 ): Promise<PlanReads[]> {
   const client = await pool.connect();
@@ -68,7 +74,10 @@ export async function readsUnderEveryPlan(
     if (statement.writes) await client.query("BEGIN");
     for (const analyzed of [false, true]) {
       if (analyzed) await client.query(statement.analyze ?? "ANALYZE");
-      for (const mode of ["force_custom_plan", "force_generic_plan"] as const) {
+      const modes = statement.unnamed
+        ? (["force_custom_plan"] as const)
+        : (["force_custom_plan", "force_generic_plan"] as const);
+      for (const mode of modes) {
         await client.query(`SET plan_cache_mode = ${mode}`);
         await client.query(`PREPARE under_every_plan (${statement.types}) AS ${statement.text}`);
         try {

@@ -12,7 +12,7 @@ import path from "node:path";
 import pg from "pg";
 import { createDb, poolOf, sqlFile, type Db } from "@reclaim/core";
 import { createTestDatabase, readsUnderEveryPlan, type TestDatabase } from "@reclaim/testkit";
-import { gitWorkspaces } from "../../src/domains/git-restore-points/queries";
+import { companyWorkspaces, gitWorkspaces } from "../../src/domains/git-restore-points/queries";
 
 const SQL = path.join(__dirname, "../../src/domains/git-restore-points");
 let database: TestDatabase;
@@ -200,6 +200,53 @@ it("reads the batch's workspaces and issues by key and the company's runs once a
       atMostTheCompanysRunsOnce: true,
       issuesByKey: true,
       workspaces: batch.length,
+    });
+  }
+});
+
+it("a requested sweep's page of the company's workspaces reads its own rows after the cursor, not all of the company's (a sweep grows with the workspaces, not their square)", async () => {
+  const company = randomUUID();
+  // 2,000 workspaces of the company and 2,000 of another.
+  await poolOf(db).query(
+    `INSERT INTO execution_workspaces (id, company_id, mode, strategy_type, provider_type, status, cwd)
+     SELECT gen_random_uuid(), c, 'isolated_workspace', 'git_worktree', 'git_worktree', 'active', '/srv/page/' || g
+       FROM unnest(ARRAY[$1::uuid, $2::uuid]) AS c, generate_series(1, 2000) AS g`,
+    [company, randomUUID()],
+  );
+  const all = (
+    await poolOf(db).query<{ id: string }>(
+      `SELECT id::text FROM execution_workspaces WHERE company_id = $1 ORDER BY id`,
+      [company],
+    )
+  ).rows.map((r) => r.id);
+  // Page after page from the first (no cursor): every workspace once, in order.
+  const paged: string[] = [];
+  let after: string | null = null;
+  for (;;) {
+    const page: string[] = await companyWorkspaces(db, company, after, 500);
+    paged.push(...page);
+    if (page.length < 500) break;
+    after = page.at(-1)!;
+  }
+  expect(paged).toEqual(all);
+  // A page in the middle: sent unnamed (a raw query), so planned with its values.
+  const plans = await readsUnderEveryPlan(poolOf(db), {
+    text: sqlFile(SQL, "company-workspaces.sql"),
+    types: "text, text, integer",
+    args: `'${company}', '${all[1000]}', 50`,
+    unnamed: true,
+  });
+  for (const { analyzed, mode, read } of plans) {
+    const workspaces = read.get("execution_workspaces") ?? 0;
+    // Analyzed (as autovacuum leaves a table of any size): the primary key from the cursor,
+    // about the page's 50 and the other company's rows among them. Never analyzed (a fresh
+    // install), PostgreSQL guesses the company has few rows and reads them all through its
+    // index, once. Ordered by the text of the id, every page read all 2,000, analyzed or not.
+    const allowed = analyzed ? 300 : 2000;
+    expect({ analyzed, mode, workspaces: workspaces <= allowed }).toEqual({
+      analyzed,
+      mode,
+      workspaces: true,
     });
   }
 });

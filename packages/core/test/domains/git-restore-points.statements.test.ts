@@ -5,18 +5,10 @@
  * workspace until 2026-12-06). Real job runner (runJob, no BullMQ) on a database of its own,
  * every statement pg sends in the batch counted.
  */
-import { randomUUID } from "node:crypto";
-import path from "node:path";
 import { wakeItems } from "@reclaim/core";
 import { LIMITS } from "@reclaim/core/src/domains/git-restore-points/config";
 import { batchRunner, countStatements, scratchInstances } from "@reclaim/testkit";
-import {
-  DOMAIN,
-  gitEnv,
-  insertGitWorkspace,
-  insertIssue,
-  type Project,
-} from "@reclaim/testkit/src/fixtures/git-workspaces";
+import { DOMAIN, gitEnv, openWorkspaceRows } from "@reclaim/testkit/src/fixtures/git-workspaces";
 
 const counter = countStatements();
 const scratch = scratchInstances();
@@ -29,27 +21,19 @@ afterAll(async () => {
 async function batch(count: number) {
   const { db, root } = await scratch.open();
   // Rows only: a workspace whose issue is open is judged from the database alone.
-  const project: Project = {
-    companyId: randomUUID(),
-    projectId: randomUUID(),
-    remote: path.join(root, "remote.git"),
-    clone: path.join(root, "projects", "clone"),
-  };
+  const { project, workspaces } = await openWorkspaceRows(db, root, count);
   const now = new Date();
-  for (let i = 0; i < count; i++) {
-    const issue = await insertIssue(db, project.companyId);
-    const workspace = await insertGitWorkspace(db, {
-      project,
-      cwd: path.join(root, "worktrees", `w${i}`),
-      branch: `task-${i}`,
-      sourceIssueId: issue,
-    });
-    await wakeItems(
-      db,
-      [{ domain: DOMAIN, scope: project.companyId, itemId: workspace, reason: "item", dueAt: now }],
-      now,
-    );
-  }
+  await wakeItems(
+    db,
+    workspaces.map((itemId) => ({
+      domain: DOMAIN,
+      scope: project.companyId,
+      itemId,
+      reason: "item",
+      dueAt: now,
+    })),
+    now,
+  );
   const run = batchRunner(db, root, gitEnv(true));
   const { report, statements } = await run({ kind: "deadline", domain: DOMAIN, scope: project.companyId });
   expect(report.error).toBeNull();

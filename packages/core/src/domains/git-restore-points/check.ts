@@ -13,6 +13,7 @@
  * A dry run (the control, or a requested diagnosis) judges, captures and reports, and
  *   changes nothing: no restore point, no removal, no workspace deadline.
  */
+import { UUID_NAME } from "../../fs";
 import { describeError } from "../../jobs/classify";
 import type { Tx } from "../../db";
 import { dueItems, nextItemDue, settleItem, settleItems, type DueItem, type ItemVerdict } from "../../ledger";
@@ -47,7 +48,9 @@ export async function apply(ctx: Ctx, tx: Tx): Promise<Applied> {
   let items: DueItem[];
   let more: boolean;
   if (ctx.kind === "sweep") {
-    const after = (await ctx.readCursor("workspaces")) ?? "";
+    // A position this service wrote is a workspace id; any other (a forged token) starts over.
+    const cursor = await ctx.readCursor("workspaces");
+    const after = cursor !== null && UUID_NAME.test(cursor) ? cursor : null;
     const ids = await companyWorkspaces(tx, companyId, after, LIMITS.workspacesPerBatch);
     items = ids.map((itemId) => ({ itemId, reason: "sweep", dueAt: ctx.startedAt, version: -1n }));
     more = ids.length === LIMITS.workspacesPerBatch;

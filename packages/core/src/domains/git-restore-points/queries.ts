@@ -88,12 +88,14 @@ export async function nextGeneration(db: Db | Tx, companyId: string, workspaceId
   return (row._max.generation ?? 0) + 1;
 }
 
+/** A sweep's page of the company's workspaces after `after` (null: the first page). */
 export async function companyWorkspaces(
   db: Db | Tx,
   companyId: string,
-  after: string,
+  after: string | null,
   limit: number,
 ): Promise<string[]> {
+  // Unnamed (a raw query), so planned with the cursor's value: see the SQL file.
   const rows = await db.$queryRawUnsafe<{ id: string }[]>(
     sqlFile(__dirname, "company-workspaces.sql"),
     companyId,
