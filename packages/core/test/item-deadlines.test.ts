@@ -5,7 +5,6 @@
  */
 import { randomUUID } from "node:crypto";
 import {
-  createDb,
   dueItems,
   nextItemDue,
   scopesWithItems,
@@ -14,20 +13,12 @@ import {
   wakeItems,
   type Db,
 } from "@reclaim/core";
-import { createTestDatabase, type TestDatabase } from "@reclaim/testkit";
+import { fileDatabase } from "@reclaim/testkit";
 
 const DOMAIN = "git-restore-points";
-let database: TestDatabase;
+const file = fileDatabase();
 let db: Db;
-
-beforeAll(async () => {
-  database = await createTestDatabase();
-  db = createDb(database.url);
-});
-afterAll(async () => {
-  await db.$disconnect();
-  await database.drop();
-});
+beforeAll(() => (db = file.db()));
 
 const at = (minutes: number) => new Date(Date.UTC(2026, 11, 5, 12, minutes));
 

@@ -8,7 +8,6 @@
  */
 import { randomUUID } from "node:crypto";
 import {
-  createDb,
   DAY_MS,
   domainTotals,
   emptyWindow,
@@ -21,7 +20,7 @@ import {
   type DomainTotals,
   type StatsFilter,
 } from "@reclaim/core";
-import { createTestDatabase, type TestDatabase } from "@reclaim/testkit";
+import { fileDatabase } from "@reclaim/testkit";
 import { reportOf, seedReport } from "@reclaim/testkit/src/fixtures/reports";
 
 const HOUR_MS = 3_600_000;
@@ -33,16 +32,9 @@ const B = randomUUID();
 /** The reports of the aggregate tests: every 5 hours from two days after this back 36 days. */
 const T0 = Date.parse("2026-12-10T00:00:00Z");
 
-let database: TestDatabase;
+const file = fileDatabase();
 let db: Db;
-beforeAll(async () => {
-  database = await createTestDatabase();
-  db = createDb(database.url);
-});
-afterAll(async () => {
-  await db.$disconnect();
-  await database.drop();
-});
+beforeAll(() => (db = file.db()));
 
 type Row = { company_id: string; at: Date; outcome: string; entries: bigint; bytes: bigint };
 /** The rollup rows of `domain` and `companies`, every stored report folded in first. */

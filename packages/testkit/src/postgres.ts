@@ -6,6 +6,7 @@
  */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { createDb, type Db } from "@reclaim/core";
 
 export const ADMIN_URL =
   process.env.RECLAIM_TEST_ADMIN_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
@@ -71,4 +72,27 @@ export async function createEmptyDatabase(): Promise<TestDatabase> {
   const name = uniqueName("t");
   await withAdmin((c) => c.query(`CREATE DATABASE "${name}"`));
   return { name, url: databaseUrl(name), drop: () => dropDatabase(name) };
+}
+
+/**
+ * A migrated database of the calling test file's own and its client, made before the file's
+ * tests and dropped after them (this registers the beforeAll and afterAll hooks, so call it at
+ * the top of the file): `const file = fileDatabase(); let db: Db; beforeAll(() => (db = file.db()));`
+ */
+export function fileDatabase(): { db(): Db; database(): TestDatabase } {
+  let database: TestDatabase | undefined;
+  let db: Db | undefined;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    db = createDb(database.url);
+  });
+  afterAll(async () => {
+    await db?.$disconnect();
+    await database?.drop();
+  });
+  const made = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error("fileDatabase: the file's database is made in its beforeAll");
+    return value;
+  };
+  return { db: () => made(db), database: () => made(database) };
 }

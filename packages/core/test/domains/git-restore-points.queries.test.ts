@@ -10,21 +10,14 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import pg from "pg";
-import { createDb, poolOf, sqlFile, type Db } from "@reclaim/core";
-import { createTestDatabase, readsUnderEveryPlan, type TestDatabase } from "@reclaim/testkit";
+import { poolOf, sqlFile, type Db } from "@reclaim/core";
+import { fileDatabase, readsUnderEveryPlan } from "@reclaim/testkit";
 import { companyWorkspaces, gitWorkspaces } from "../../src/domains/git-restore-points/queries";
 
 const SQL = path.join(__dirname, "../../src/domains/git-restore-points");
-let database: TestDatabase;
+const file = fileDatabase();
 let db: Db;
-beforeAll(async () => {
-  database = await createTestDatabase();
-  db = createDb(database.url);
-});
-afterAll(async () => {
-  await db.$disconnect();
-  await database.drop();
-});
+beforeAll(() => (db = file.db()));
 
 const daysAgo = (days: number) => new Date(Date.now() - days * 86_400_000);
 

@@ -10,21 +10,14 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import pg from "pg";
-import { createDb, poolOf, prismaTransaction, sqlFile, type Db } from "@reclaim/core";
-import { createTestDatabase, readsUnderEveryPlan, type TestDatabase } from "@reclaim/testkit";
+import { poolOf, prismaTransaction, sqlFile, type Db } from "@reclaim/core";
+import { fileDatabase, readsUnderEveryPlan } from "@reclaim/testkit";
 import { confirmedRetirementsIn, forgetRetirements } from "../../src/domains/native-session-backups/queries";
 
 const SQL = path.join(__dirname, "../../src/domains/native-session-backups");
-let database: TestDatabase;
+const file = fileDatabase();
 let db: Db;
-beforeAll(async () => {
-  database = await createTestDatabase();
-  db = createDb(database.url);
-});
-afterAll(async () => {
-  await db.$disconnect();
-  await database.drop();
-});
+beforeAll(() => (db = file.db()));
 
 /** `folders` failover-backups folders of `perFolder` records each; their paths by folder. */
 async function records(folders: number, perFolder: number): Promise<Map<string, string[]>> {

@@ -12,22 +12,15 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import pg from "pg";
-import { createDb, poolOf, prismaTransaction, sqlFile, type Db } from "@reclaim/core";
-import { createTestDatabase, readsUnderEveryPlan, type TestDatabase } from "@reclaim/testkit";
+import { poolOf, prismaTransaction, sqlFile, type Db } from "@reclaim/core";
+import { fileDatabase, readsUnderEveryPlan } from "@reclaim/testkit";
 import { companyRunsInOrder, runStates } from "../../src/domains/native-workspace-sync/queries";
 import { SOURCES, type SourceRule } from "../../src/domains/native-workspace-sync/rules";
 
 const SQL = path.join(__dirname, "../../src/domains/native-workspace-sync");
-let database: TestDatabase;
+const file = fileDatabase();
 let db: Db;
-beforeAll(async () => {
-  database = await createTestDatabase();
-  db = createDb(database.url);
-});
-afterAll(async () => {
-  await db.$disconnect();
-  await database.drop();
-});
+beforeAll(() => (db = file.db()));
 
 it("reads each run of the batch by its primary key, and only the batch's rows of the tables its rules read, however many the instance holds, planned young or analyzed, custom or generic", async () => {
   const runs = Array.from({ length: 3000 }, () => randomUUID());

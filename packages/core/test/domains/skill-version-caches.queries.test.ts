@@ -9,20 +9,13 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import pg from "pg";
-import { createDb, poolOf, sqlFile, type Db } from "@reclaim/core";
-import { createTestDatabase, readsUnderEveryPlan, type TestDatabase } from "@reclaim/testkit";
+import { poolOf, sqlFile, type Db } from "@reclaim/core";
+import { fileDatabase, readsUnderEveryPlan } from "@reclaim/testkit";
 
 const SQL = path.join(__dirname, "../../src/domains/skill-version-caches");
-let database: TestDatabase;
+const file = fileDatabase();
 let db: Db;
-beforeAll(async () => {
-  database = await createTestDatabase();
-  db = createDb(database.url);
-});
-afterAll(async () => {
-  await db.$disconnect();
-  await database.drop();
-});
+beforeAll(() => (db = file.db()));
 
 /** `companies` companies of 10 skills x 10 versions, each version with a package; per company its refs. */
 async function seed(

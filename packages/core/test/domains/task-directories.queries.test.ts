@@ -8,21 +8,14 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import pg from "pg";
-import { createDb, poolOf, sqlFile, type Db } from "@reclaim/core";
-import { createTestDatabase, readsUnderEveryPlan, type TestDatabase } from "@reclaim/testkit";
+import { poolOf, sqlFile, type Db } from "@reclaim/core";
+import { fileDatabase, readsUnderEveryPlan } from "@reclaim/testkit";
 import { directoryRefs } from "../../src/domains/task-directories/queries";
 
 const SQL = path.join(__dirname, "../../src/domains/task-directories");
-let database: TestDatabase;
+const file = fileDatabase();
 let db: Db;
-beforeAll(async () => {
-  database = await createTestDatabase();
-  db = createDb(database.url);
-});
-afterAll(async () => {
-  await db.$disconnect();
-  await database.drop();
-});
+beforeAll(() => (db = file.db()));
 
 it("reads the company's workspace rows once a batch, not once per directory, and finds each directory's rows by exact path or below it", async () => {
   const company = randomUUID();
