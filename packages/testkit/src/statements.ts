@@ -116,3 +116,18 @@ export function scratchInstances() {
     },
   };
 }
+
+/**
+ * A statements test file's setup: statements counted and scratch instances opened for its
+ * tests, all stopped and removed after them (this registers the afterAll hook: call it at the
+ * top of the file). Returns the scratch instances.
+ */
+export function statementsTestFile(): ReturnType<typeof scratchInstances> {
+  const counter = countStatements();
+  const scratch = scratchInstances();
+  afterAll(async () => {
+    counter.stop();
+    await scratch.close();
+  });
+  return scratch;
+}

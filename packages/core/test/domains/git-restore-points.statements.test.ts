@@ -7,15 +7,10 @@
  */
 import { wakeItems } from "@reclaim/core";
 import { LIMITS } from "@reclaim/core/src/domains/git-restore-points/config";
-import { batchRunner, countStatements, scratchInstances } from "@reclaim/testkit";
+import { batchRunner, statementsTestFile } from "@reclaim/testkit";
 import { DOMAIN, gitEnv, openWorkspaceRows } from "@reclaim/testkit/src/fixtures/git-workspaces";
 
-const counter = countStatements();
-const scratch = scratchInstances();
-afterAll(async () => {
-  counter.stop();
-  await scratch.close();
-});
+const scratch = statementsTestFile();
 
 /** One batch of a company with `count` due workspaces whose issues are open (each waits). */
 async function batch(count: number) {

@@ -10,15 +10,10 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { INSTANCE_SCOPE, type BatchReport } from "@reclaim/core";
-import { batchRunner, countStatements, scratchInstances, writeTree, type Stack } from "@reclaim/testkit";
+import { batchRunner, statementsTestFile, writeTree, type Stack } from "@reclaim/testkit";
 import { closedSession, DOMAIN, sessionDir, writeArchive } from "./native-session-backups.fixtures";
 
-const counter = countStatements();
-const scratch = scratchInstances();
-afterAll(async () => {
-  counter.stop();
-  await scratch.close();
-});
+const scratch = statementsTestFile();
 
 /**
  * `sessions` expirable sessions on a database and instance of their own, each with a due

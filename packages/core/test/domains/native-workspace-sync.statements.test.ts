@@ -8,15 +8,10 @@
  */
 import { readdir } from "node:fs/promises";
 import { randomUUID } from "node:crypto";
-import { batchRunner, countStatements, scratchInstances } from "@reclaim/testkit";
+import { batchRunner, statementsTestFile } from "@reclaim/testkit";
 import { DOMAIN, insertRun, makeFolder, syncRoot } from "@reclaim/testkit/src/fixtures/native-workspace-sync";
 
-const counter = countStatements();
-const scratch = scratchInstances();
-afterAll(async () => {
-  counter.stop();
-  await scratch.close();
-});
+const scratch = statementsTestFile();
 
 /** One batch of a company with `count` folders (every third kept); what it sent and left. */
 async function batch(count: number, dryRun: boolean) {

@@ -6,15 +6,10 @@
  * database and instance of their own, every statement pg sends in the batch counted.
  */
 import { randomUUID } from "node:crypto";
-import { batchRunner, countStatements, scratchInstances } from "@reclaim/testkit";
+import { batchRunner, statementsTestFile } from "@reclaim/testkit";
 import { DOMAIN, insertIssue, insertRestorePoint } from "@reclaim/testkit/src/fixtures/restore-points";
 
-const counter = countStatements();
-const scratch = scratchInstances();
-afterAll(async () => {
-  counter.stop();
-  await scratch.close();
-});
+const scratch = statementsTestFile();
 
 /** One batch of a company with `count` rows of `status` due now; the rows' statuses after it. */
 async function batch(count: number, status: "active" | "delete_requested") {

@@ -6,15 +6,10 @@
  * 2026-12-06 only the benchmark (bench/domains/skill-version-caches.ts) checked this.
  */
 import { randomUUID } from "node:crypto";
-import { batchRunner, countStatements, scratchInstances } from "@reclaim/testkit";
+import { batchRunner, statementsTestFile } from "@reclaim/testkit";
 import { cachedSkill, DOMAIN, observedSince } from "./skill-version-caches.fixtures";
 
-const counter = countStatements();
-const scratch = scratchInstances();
-afterAll(async () => {
-  counter.stop();
-  await scratch.close();
-});
+const scratch = statementsTestFile();
 
 /** One batch of a company with `skills` skills of `versions` cached versions each. */
 async function batch(skills: number, versions: number, dryRun: boolean) {

@@ -8,17 +8,12 @@
  */
 import { randomUUID } from "node:crypto";
 import { wakeItems, type BatchReport } from "@reclaim/core";
-import { batchRunner, countStatements, scratchInstances } from "@reclaim/testkit";
+import { batchRunner, statementsTestFile } from "@reclaim/testkit";
 import { task, TASK_ENV } from "@reclaim/testkit/src/fixtures/task-directories";
 
 const DOMAIN = "task-directories";
 
-const counter = countStatements();
-const scratch = scratchInstances();
-afterAll(async () => {
-  counter.stop();
-  await scratch.close();
-});
+const scratch = statementsTestFile();
 
 /**
  * One batch of a company with `tasks` closed tasks, each with its workspace's and its
