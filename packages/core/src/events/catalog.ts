@@ -30,6 +30,15 @@ export const RUN_STATUSES = [
   "timed_out",
 ] as const;
 
+/** The statuses of a run that has ended: it can no longer start, write or hold anything. */
+export const SETTLED_RUN_STATUSES: ReadonlySet<string> = new Set([
+  "succeeded",
+  "failed",
+  "cancelled",
+  "timed_out",
+  "interrupted",
+] satisfies (typeof RUN_STATUSES)[number][]);
+
 /** What a live native session may be doing; each keeps its backup copy and evidence. */
 export const NATIVE_SESSION_LIVE_STATES = ["executing", "initializing", "warm", "closing"] as const;
 

@@ -1,8 +1,9 @@
 /**
  * When git cache expiration looks at a workspace, and what it says (spec: deadlines and the
  * events that wake a workspace; logs and report entries per workspace), through the worker:
- * `issue.changed` (of the source issue or any issue of its tree), `run.changed` and
- * `workspace.changed` each wake the workspace they concern and no other; one log line per
+ * `issue.changed` (of the source issue or any issue of its tree), `run.changed` of a run that
+ * ended and `workspace.changed` each wake the workspace they concern and no other (a run that
+ * starts wakes nothing); one log line per
  * workspace acted on, with outcome, reason, candidate and reclaimed bytes, and the report
  * entries that match it; a dry run reports the candidate and changes nothing.
  */
@@ -58,7 +59,7 @@ describe("events wake the workspace they concern", () => {
     return { ...t, bound };
   }
 
-  it("issue.changed of an issue of the tree, run.changed and workspace.changed", async () => {
+  it("issue.changed of an issue of the tree, run.changed of a run that ended (not one that starts) and workspace.changed", async () => {
     const byIssue = await waiting("task-issue-event");
     const child = await insertIssue(stack.db, byIssue.project.companyId, {
       parentId: byIssue.issueId,
@@ -77,10 +78,22 @@ describe("events wake the workspace they concern", () => {
     const run = await stack.db.heartbeatRun.create({
       data: {
         companyId: byRun.project.companyId,
-        status: "succeeded",
-        finishedAt: new Date(),
+        status: "running",
         contextSnapshot: { issueId: byRun.issueId },
       },
+    });
+    // A run that starts only delays expiry: it wakes nothing (every look reads the runs again).
+    await post(stack, {
+      type: "run.changed",
+      companyId: byRun.project.companyId,
+      runId: run.id,
+      status: "running",
+    });
+    await stack.idle();
+    expect(await entriesOf(stack, byRun.ws)).toEqual([]);
+    await stack.db.heartbeatRun.update({
+      where: { id: run.id },
+      data: { status: "succeeded", finishedAt: new Date() },
     });
     await post(stack, {
       type: "run.changed",

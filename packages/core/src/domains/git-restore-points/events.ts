@@ -3,7 +3,8 @@
  * that waits costs nothing until its own deadline or a change:
  *  - at start-up: every git worktree workspace not tracked yet (open, or closed with a removal
  *    to finish) is judged once; companies with tracked workspaces get their earliest deadline;
- *  - `issue.changed` (the issue, its old and new parent), `run.changed` (the run's issues) and
+ *  - `issue.changed` (the issue, its old and new parent), `run.changed` of a run that ended (the
+ *    run's issues; a run that is queued or starts only delays expiry) and
  *    `workspace.changed` wake the workspaces they concern: the issue's own workspace, and those
  *    whose source issue's tree contains it;
  *  - each judgement records the workspace's next deadline itself (check.ts): the terminal delay
@@ -11,6 +12,7 @@
  *    none (wait for a change).
  */
 import type { Db, Tx } from "../../db";
+import { SETTLED_RUN_STATUSES } from "../../events/catalog";
 import { scopesWithItems, wakeItems, type DeadlineRequest } from "../../ledger";
 import type { EventContext, EventHandlers } from "../types";
 import type { GitRestorePointsConfig } from "./config";
@@ -62,6 +64,11 @@ export const events: EventHandlers<GitRestorePointsConfig> = {
     return wake(ctx.db, event.companyId, ids, "issue.changed", ctx.now);
   },
   "run.changed": async (event, ctx) => {
+    // Only a run that ended can make a workspace expirable sooner (a live run keeps it, and
+    // its end is the tree's latest touch). A run queued or started only delays expiry, and
+    // every look reads the runs again, so it wakes nothing: nor does it read the company's
+    // issues to find the run's (no index has their checkout or execution run).
+    if (!SETTLED_RUN_STATUSES.has(event.status)) return [];
     const ids = await affectedWorkspaces(
       ctx.db,
       event.companyId,

@@ -12,6 +12,7 @@
  * what it needs: the folder is kept as `source_unavailable` where that rule decides.
  * Every "keep" carries its reason and when to look again.
  */
+import { SETTLED_RUN_STATUSES } from "../../events/catalog";
 import type { RecordedProcess } from "../../process/liveness";
 import type { SourceRules } from "../sources";
 
@@ -25,8 +26,6 @@ export const SOURCES = {
 } as const satisfies SourceRules<string>;
 
 export type SourceRule = keyof typeof SOURCES;
-
-export const SETTLED_STATUSES = new Set(["succeeded", "failed", "cancelled", "timed_out", "interrupted"]);
 
 export interface RunState {
   id: string;
@@ -93,7 +92,7 @@ export function mayBeRemovable(
   judge: Pick<Judge, "now" | "windowMs">,
 ): boolean {
   return (
-    SETTLED_STATUSES.has(run.status) &&
+    SETTLED_RUN_STATUSES.has(run.status) &&
     run.finished_at !== null &&
     run.finished_at.getTime() <= judge.now.getTime() - judge.windowMs
   );
@@ -110,13 +109,13 @@ export function judgeFolder(folder: FolderFacts, run: RunState | null, judge: Ju
 
   if (folder.newestMtimeMs > cutoff) {
     // Look again when both clocks have run out, not just the folder's.
-    const finished = run?.finished_at && SETTLED_STATUSES.has(run.status) ? run.finished_at.getTime() : 0;
+    const finished = run?.finished_at && SETTLED_RUN_STATUSES.has(run.status) ? run.finished_at.getTime() : 0;
     return keep("folder_recently_modified", Math.max(folder.newestMtimeMs, finished) + judge.windowMs);
   }
   if (run === null) return { remove: true, because: "no_run" };
 
   const blind = (rule: SourceRule) => judge.unavailable?.has(rule) ?? false;
-  if (!SETTLED_STATUSES.has(run.status)) return keep("run_not_settled");
+  if (!SETTLED_RUN_STATUSES.has(run.status)) return keep("run_not_settled");
   if (run.finished_at === null) return keep("run_finish_unknown");
   if (run.finished_at.getTime() > cutoff)
     return keep("run_finished_within_window", run.finished_at.getTime() + judge.windowMs);
