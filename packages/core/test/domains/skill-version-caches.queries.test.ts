@@ -4,7 +4,9 @@
  * and generic plans, on a database whose tables were never analyzed (a young one, as a fresh
  * install's) and on an analyzed one. A join could otherwise be planned as a scan of every
  * version and package of the instance for each batch (bench/domains/skill-version-caches.ts:
- * 2.4 ms of 13.5 per batch of 50 at 10,000 versions). Real PostgreSQL.
+ * 2.4 ms of 13.5 per batch of 50 at 10,000 versions). The active runs are read only through the
+ * run pins that name them: with none (Paperclip records none), not one run of the company's
+ * history is read. Real PostgreSQL.
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";
@@ -76,5 +78,24 @@ it("reads each entry's version and package by key, however many the instance hol
       mode,
       packages: refs.length,
     });
+  }
+});
+
+it("reads no run of the company's history when no run pins it (Paperclip records none), planned young or analyzed, custom or generic", async () => {
+  const [batch] = await seed(1);
+  // 10,000 runs of the company, ten of them still running; no run pins.
+  await poolOf(db).query(
+    `INSERT INTO heartbeat_runs (company_id, status, created_at, finished_at)
+     SELECT $1::uuid, CASE WHEN g <= 10 THEN 'running' ELSE 'succeeded' END, now(), now()
+       FROM generate_series(1, 10000) AS g`,
+    [batch!.companyId],
+  );
+  const plans = await readsUnderEveryPlan(poolOf(db), {
+    text: sqlFile(SQL, "version-facts.sql"),
+    types: "text, jsonb, int, text[]",
+    args: `${pg.escapeLiteral(batch!.companyId)}, ${pg.escapeLiteral(JSON.stringify(batch!.refs.slice(0, 50)))}, 3, '{company_skill_run_pins}'`,
+  });
+  for (const { analyzed, mode, read } of plans) {
+    expect({ analyzed, mode, runs: read.get("heartbeat_runs") ?? 0 }).toEqual({ analyzed, mode, runs: 0 });
   }
 });
