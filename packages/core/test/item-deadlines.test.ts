@@ -4,16 +4,20 @@
  * scheduled items make a company due.
  */
 import { randomUUID } from "node:crypto";
+import path from "node:path";
+import pg from "pg";
 import {
   dueItems,
   nextItemDue,
+  poolOf,
   scopesWithItems,
   settleItem,
   settleItems,
+  sqlFile,
   wakeItems,
   type Db,
 } from "@reclaim/core";
-import { fileDatabase } from "@reclaim/testkit";
+import { fileDatabase, readsUnderEveryPlan } from "@reclaim/testkit";
 
 const DOMAIN = "git-restore-points";
 const file = fileDatabase();
@@ -122,4 +126,30 @@ it("a batch's verdicts are written in one statement, each only where no wake-up 
     ]),
   );
   expect(await settleItems(db, DOMAIN, [], at(4))).toEqual(new Set());
+});
+
+it("a batch's verdicts read only the batch's items, planned young or analyzed, custom or generic", async () => {
+  await poolOf(db).query(
+    `INSERT INTO reclaim_item_deadlines (domain, item_id, company_id, reason, due_at, version)
+     SELECT 'plans', 'item-' || g, gen_random_uuid()::text, 'startup', now(), 1 FROM generate_series(1, 20000) AS g`,
+  );
+  const verdicts = Array.from({ length: 10 }, (_, i) => ({
+    itemId: `item-${i * 7 + 1}`,
+    version: "1",
+    dueAt: null,
+    reason: "tree_open",
+  }));
+  const plans = await readsUnderEveryPlan(poolOf(db), {
+    text: sqlFile(path.join(__dirname, "../src/ledger"), "settle-items.sql"),
+    types: "text, jsonb, timestamptz",
+    args: `'plans', ${pg.escapeLiteral(JSON.stringify(verdicts))}, now()`,
+    writes: true,
+  });
+  for (const { analyzed, mode, read } of plans) {
+    expect({ analyzed, mode, items: read.get("reclaim_item_deadlines") }).toEqual({
+      analyzed,
+      mode,
+      items: 10,
+    });
+  }
 });
