@@ -298,16 +298,43 @@ describe("two captures of one process publishing the same pack", () => {
   });
 });
 
+/** Content whose blob would go into a fan-out directory that does not exist yet (nor is `besides`'s). */
+async function inNewFanOut(
+  repo: Repo,
+  base: string,
+  besides = "",
+): Promise<{ content: string; blob: string }> {
+  for (let i = 0; ; i++) {
+    const content = `${base} ${i}\n`;
+    const blob = (await repo.git(["hash-object", "--stdin"], content)).trim();
+    const taken =
+      blob.slice(0, 2) === besides.slice(0, 2) || (await exists(path.join(repo.objects, blob.slice(0, 2))));
+    if (!taken) return { content, blob };
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  return stat(file).then(
+    () => true,
+    () => false,
+  );
+}
+
 describe("permissions", () => {
   it("gives new object directories and files core.sharedRepository permissions, as git does", async () => {
     const repo = await makeRepo();
     await repo.git(["config", "core.sharedRepository", "group"]);
-    await writeFile(path.join(repo.dir, "new.txt"), "a new object in a new fan-out directory\n");
+    // Both contents are chosen so that no fan-out directory holds them yet: the initial
+    // commit's hash changes with the clock, and its directory was made before the setting.
+    const mine = await inNewFanOut(repo, "a new object in a new fan-out directory");
+    const theirs = await inNewFanOut(repo, "made by git itself, elsewhere", mine.blob);
+    await writeFile(path.join(repo.dir, "new.txt"), mine.content);
     const { value } = await capture(repo);
     const blob = (await repo.git(["rev-parse", `${value.commit}:new.txt`])).trim();
+    expect(blob).toBe(mine.blob);
     const published = await stat(path.join(repo.objects, blob.slice(0, 2)));
     // What git itself gives a fan-out directory it creates in this repository.
-    const own = (await repo.git(["hash-object", "-w", "--stdin"], "made by git itself, elsewhere\n")).trim();
+    const own = (await repo.git(["hash-object", "-w", "--stdin"], theirs.content)).trim();
     const byGit = await stat(path.join(repo.objects, own.slice(0, 2)));
     expect(published.mode & 0o7777).toBe(byGit.mode & 0o7777);
     expect(published.mode & 0o2070).toBe(0o2070);
