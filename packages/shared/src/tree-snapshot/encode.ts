@@ -142,7 +142,7 @@ async function* records(
     settle.reject(error);
     throw error;
   } finally {
-    await chain.close();
+    chain.close();
   }
 }
 

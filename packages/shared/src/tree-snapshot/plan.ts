@@ -140,7 +140,7 @@ export async function planTree(root: string, options: PlanOptions): Promise<Tree
       await planner.listed(options.selection.paths);
     }
   } finally {
-    await chain.close();
+    chain.close();
   }
   return planner.finish(options.selection.kind);
 }

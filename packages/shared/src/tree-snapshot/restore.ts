@@ -14,8 +14,9 @@
  * and discard it on error (task directories use `.restoring-<random>` beside the target),
  * then compare `digestTree(staging)` with the recorded tree digest before renaming it in.
  */
-import { constants } from "node:fs";
+import { constants, fchmod, fsync, futimes } from "node:fs";
 import { lstat, lutimes, mkdir, open, symlink, type FileHandle } from "node:fs/promises";
+import { promisify } from "node:util";
 import type { Readable } from "node:stream";
 import { DirChain } from "./dir-chain";
 import { decodeSnapshot, type DecodedEntry, type DecodeOptions } from "./decode";
@@ -25,6 +26,10 @@ import { isRootIdentity, type RootIdentity } from "./plan";
 import { errnoCode } from "../errors";
 
 const O_CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+/** On a directory's descriptor, as the DirChain hands it over when the restore leaves it. */
+const fsyncFd = promisify(fsync);
+const fchmodFd = promisify(fchmod);
+const futimesFd = promisify(futimes);
 
 export interface RestoreOptions extends DecodeOptions {
   /** fsync files and directories as they are written. Default true. */
@@ -51,13 +56,13 @@ export async function restoreSnapshot(
   let rootEntry: DecodedEntry | null = null;
   let file: { handle: FileHandle; entry: DecodedEntry } | null = null;
 
-  const onLeave = async (rel: string, handle: FileHandle): Promise<void> => {
+  const onLeave = async (rel: string, fd: number): Promise<void> => {
     const entry = rel === "" ? rootEntry : created.get(rel);
-    if (durable) await handle.sync();
+    if (durable) await fsyncFd(fd);
     if (!entry) return;
-    await handle.chmod(entry.mode);
+    await fchmodFd(fd, entry.mode);
     const seconds = Number(entry.mtimeNs) / 1e9;
-    await handle.utimes(seconds, seconds);
+    await futimesFd(fd, seconds, seconds);
   };
   const exists = (entry: DecodedEntry, cause?: unknown): TreeSnapshotError =>
     new TreeSnapshotError("restore_target_exists", entry.path, "an entry is already there", { cause });
@@ -128,6 +133,6 @@ export async function restoreSnapshot(
   } finally {
     const open = file as { handle: FileHandle } | null;
     if (open) await open.handle.close().catch(() => undefined);
-    await chain.close();
+    chain.close();
   }
 }

@@ -272,6 +272,28 @@ describe("symbolic links are never followed", () => {
   });
 });
 
+describe("directory descriptors", () => {
+  /** The descriptors this process has open. */
+  const openDescriptors = async () => (await readdir("/proc/self/fd")).length;
+
+  it("a plan, an encoding, a restore and a digest close every directory they open, refused ones too", async () => {
+    const root = await richTree();
+    const target = await freshDir("restored");
+    const before = await openDescriptors();
+    const bytes = await snapshotBytes(root);
+    await restoreSnapshot(Readable.from([bytes]), target, { limits });
+    await digestTree(target, { selection: walk, limits });
+    // Refused part way down the tree: in the walk, and while restoring onto what is there.
+    expect(await reasonOf(planTree(root, { selection: walk, limits: { ...limits, maxFiles: 12 } }))).toBe(
+      "too_many_files",
+    );
+    expect(await reasonOf(restoreSnapshot(Readable.from([bytes]), target, { limits }))).toBe(
+      "restore_target_exists",
+    );
+    expect(await openDescriptors()).toBe(before);
+  });
+});
+
 describe("special files and limits refuse with their reason", () => {
   it("a FIFO is unsupported_filesystem_entry", async () => {
     const root = await freshDir("fifo");
