@@ -24,7 +24,7 @@ export class ReportCallbacks {
   private readonly queue: Queue<BatchReport>;
 
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly prefix: string,
   ) {
     this.queue = new Queue<BatchReport>(CALLBACK_QUEUE, { connection: redis, prefix });
