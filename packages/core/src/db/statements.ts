@@ -2,7 +2,7 @@
  * The platform's fixed SQL (the ledger, job settlement, queue sync) runs on node-postgres
  * directly, as named prepared statements (sql.ts `statement`), on the same pool as the Prisma
  * client: Prisma 6.19's client engine compiles every call, raw ones included, through its
- * wasm query compiler, which costs several times the statement itself (README, Benchmarks).
+ * wasm query compiler, which costs several times the statement itself (bench/RESULTS.md).
  * Domain checks keep the Prisma transaction they are given.
  *
  *   claim:  runStatement(poolOf(db), CLAIM_DUE, [domain, scope, now])
