@@ -292,6 +292,19 @@ describe("directory descriptors", () => {
     );
     expect(await openDescriptors()).toBe(before);
   });
+
+  it("an encoding destroyed part way closes its directories", async () => {
+    const root = await richTree();
+    const before = await openDescriptors();
+    const { stream, summary } = encodeSnapshot(await planTree(root, { selection: walk, limits }));
+    for await (const chunk of stream) {
+      expect(chunk).toBeDefined();
+      break; // leaving the loop destroys the stream mid-tree
+    }
+    await expect(summary).rejects.toThrow();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(await openDescriptors()).toBe(before);
+  });
 });
 
 describe("special files and limits refuse with their reason", () => {
