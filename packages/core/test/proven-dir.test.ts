@@ -63,6 +63,18 @@ describe("a level below the top folder that is a symlink", () => {
   });
 });
 
+describe("an entry's lstat", () => {
+  it("is null for an entry that is not there, or below a file, and the link itself for a link", async () => {
+    await writeFile(path.join(root.path, "f"), "x");
+    await symlink(outside.path, path.join(root.path, "l"));
+    const top = (await ProvenDir.top(root.path))!;
+    expect(await top.lstatEntry("missing")).toBeNull();
+    expect(await top.lstatEntry("f/below-a-file")).toBeNull();
+    expect((await top.lstatEntry("f"))?.isFile()).toBe(true);
+    expect((await top.lstatEntry("l"))?.isSymbolicLink()).toBe(true);
+  });
+});
+
 describe("the top folder is taken as configured", () => {
   it("a top folder that is a symlink (another disk) is followed", async () => {
     await mkdir(path.join(root.path, "disk", "a"), { recursive: true });

@@ -44,7 +44,7 @@
  */
 import { constants, type Dirent, type Stats } from "node:fs";
 import { mkdir, open } from "node:fs/promises";
-import { lstat, readdirTyped, rename, rmdir, stat } from "./calls";
+import { lstat, lstatIfPresent, readdirTyped, rename, rmdir, stat } from "./calls";
 import { keepListing, reusableListing } from "./listings";
 import path from "node:path";
 import { errnoCode, readFileBounded, type BoundedRead } from "@reclaim/shared";
@@ -148,7 +148,7 @@ export class ProvenDir {
   /** lstat of the entry `name` (never followed); null when it is gone. */
   async lstatEntry(name: string): Promise<Stats | null> {
     try {
-      return await lstat(this.join(name));
+      return (await lstatIfPresent(this.join(name))) ?? null;
     } catch (error) {
       if (absent(error)) return null;
       throw error;
