@@ -1,7 +1,8 @@
 /**
  * Skill version caches at scale: 10,000 cached versions across 100 companies (10 skills of
  * 10 versions each, all eligible but each skill's current version and one pinned version per
- * company). Prints entries evaluated per second over two full passes through the job
+ * company; each skill has a last-use record of its current version only, so the others' records
+ * are looked for and missing, as on an instance that resolves its current versions). Prints entries evaluated per second over two full passes through the job
  * pipeline, each against a baseline measured in the same run:
  *   - dry run (a full diagnosis) vs the bare filesystem survey of the same directories
  *     (treeStats: what the rules read of each cache: kind, identity, own mtime, bytes);
@@ -63,6 +64,9 @@ async function company(bench: Bench, skills: number, versions: number): Promise<
     const ids = Array.from({ length: versions }, () => randomUUID());
     ids.forEach((v, i) => rows.push({ id: v, companyId: id, companySkillId: skill, revisionNumber: i + 1 }));
     await bench.db.companySkill.create({ data: { id: skill, companyId: id, currentVersionId: ids.at(-1)! } });
+    // Paperclip records a version's last use when it resolves it: here the current version's,
+    // a day ago, so every other version's record is looked for and not found.
+    await writeTree(path.join(root, "__version_access__", skill), { [ids.at(-1)!]: "" }, old);
     for (const v of ids) {
       const dir = path.join(root, "__versions__", skill, v);
       await writeTree(
