@@ -2,8 +2,9 @@
  * Skill version caches at scale: 10,000 cached versions across 100 companies (10 skills of
  * 10 versions each, all eligible but each skill's current version and one pinned version per
  * company; each skill has a last-use record of its current version only, so the others' records
- * are looked for and missing, as on an instance that resolves its current versions). Prints entries evaluated per second over two full passes through the job
- * pipeline, each against a baseline measured in the same run:
+ * are looked for and missing, as on an instance that resolves its current versions). Prints
+ * entries evaluated per second over two full passes through the job pipeline, each against a
+ * baseline measured in the same run:
  *   - dry run (a full diagnosis) vs the bare filesystem survey of the same directories
  *     (treeStats: what the rules read of each cache: kind, identity, own mtime, bytes);
  *   - evicting (the caches really renamed to `.trash-*` and deleted) vs the bare survey plus
