@@ -41,14 +41,13 @@ export function noopDomain(dueAt: ReadonlyMap<string, Date> = new Map()): AnyDom
     options: {},
     readConfig: () => ({ enabled: true, dryRun: false }),
     events: {
-      "issue.changed": (event, ctx) => [
-        {
+      "issue.changed": (events, ctx) =>
+        events.map((event) => ({
           domain: NOOP_ID,
           scope: event.companyId,
           reason: "bench",
           dueAt: dueAt.get(event.companyId) ?? ctx.now,
-        },
-      ],
+        })),
     },
     apply: async (ctx) => ctx.report.examined(),
   });

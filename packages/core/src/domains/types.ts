@@ -102,9 +102,14 @@ export interface EventContext<C extends DomainControls = DomainControls> {
   readonly log: Logger;
 }
 
+/**
+ * A domain's handlers, by event type. A handler is called once per request with every event of
+ * its type in that request (at least one, in request order), so what it reads of PostgreSQL
+ * costs the same few statements for one event or a thousand.
+ */
 export type EventHandlers<C extends DomainControls> = {
   [T in EventType]?: (
-    event: EventOf<T>,
+    events: readonly EventOf<T>[],
     ctx: EventContext<C>,
   ) => DeadlineRequest[] | Promise<DeadlineRequest[]>;
 };

@@ -16,22 +16,17 @@ import { SETTLED_RUN_STATUSES } from "../../events/catalog";
 import { scopesWithItems, wakeItems, type DeadlineRequest } from "../../ledger";
 import type { EventContext, EventHandlers } from "../types";
 import type { GitRestorePointsConfig } from "./config";
-import { affectedWorkspaces, runIssues, untrackedWorkspaces } from "./queries";
+import { affectedWorkspaces, runIssues, untrackedWorkspaces, type CompanyRef } from "./queries";
 
 export const DOMAIN = "git-restore-points";
 
 type Ctx = EventContext<GitRestorePointsConfig>;
 
-async function wake(
-  db: Db | Tx,
-  companyId: string,
-  ids: string[],
-  reason: string,
-  now: Date,
-): Promise<DeadlineRequest[]> {
+/** Wakes `workspaces` now, for `reason` (one statement). */
+function wake(db: Db | Tx, workspaces: CompanyRef[], reason: string, now: Date): Promise<DeadlineRequest[]> {
   return wakeItems(
     db,
-    ids.map((itemId) => ({ domain: DOMAIN, scope: companyId, itemId, reason, dueAt: now })),
+    workspaces.map((w) => ({ domain: DOMAIN, scope: w.companyId, itemId: w.id, reason, dueAt: now })),
     now,
   );
 }
@@ -56,28 +51,28 @@ export async function onStartup(ctx: Ctx): Promise<DeadlineRequest[]> {
 }
 
 export const events: EventHandlers<GitRestorePointsConfig> = {
-  "issue.changed": async (event, ctx) => {
-    const issues = [event.issueId, event.parentId, event.previousParentId].filter(
-      (id): id is string => typeof id === "string",
+  "issue.changed": async (events, ctx) => {
+    const issues = events.flatMap((event) =>
+      [event.issueId, event.parentId, event.previousParentId]
+        .filter((id): id is string => typeof id === "string")
+        .map((id) => ({ companyId: event.companyId, id })),
     );
-    const ids = await affectedWorkspaces(ctx.db, event.companyId, issues);
-    return wake(ctx.db, event.companyId, ids, "issue.changed", ctx.now);
+    return wake(ctx.db, await affectedWorkspaces(ctx.db, issues), "issue.changed", ctx.now);
   },
-  "run.changed": async (event, ctx) => {
+  "run.changed": async (events, ctx) => {
     // Only a run that ended can make a workspace expirable sooner (a live run keeps it, and
     // its end is the tree's latest touch). A run queued or started only delays expiry, and
     // every look reads the runs again, so it wakes nothing: nor does it read the company's
     // issues to find the run's (no index has their checkout or execution run).
-    if (!SETTLED_RUN_STATUSES.has(event.status)) return [];
-    const ids = await affectedWorkspaces(
-      ctx.db,
-      event.companyId,
-      await runIssues(ctx.db, event.companyId, event.runId),
-    );
-    return wake(ctx.db, event.companyId, ids, "run.changed", ctx.now);
+    const ended = events
+      .filter((event) => SETTLED_RUN_STATUSES.has(event.status))
+      .map((event) => ({ companyId: event.companyId, id: event.runId }));
+    if (ended.length === 0) return [];
+    const issues = await runIssues(ctx.db, ended);
+    return wake(ctx.db, await affectedWorkspaces(ctx.db, issues), "run.changed", ctx.now);
   },
-  "workspace.changed": async (event, ctx) => {
-    const ids = await affectedWorkspaces(ctx.db, event.companyId, [], [event.workspaceId]);
-    return wake(ctx.db, event.companyId, ids, "workspace.changed", ctx.now);
+  "workspace.changed": async (events, ctx) => {
+    const named = events.map((event) => ({ companyId: event.companyId, id: event.workspaceId }));
+    return wake(ctx.db, await affectedWorkspaces(ctx.db, [], named), "workspace.changed", ctx.now);
   },
 };

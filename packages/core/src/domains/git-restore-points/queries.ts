@@ -54,29 +54,38 @@ export async function untrackedWorkspaces(
   return db.$queryRawUnsafe(sqlFile(__dirname, "discover.sql"), domain);
 }
 
-export async function affectedWorkspaces(
-  db: Db | Tx,
-  companyId: string,
-  issueIds: string[],
-  workspaceIds: string[] = [],
-): Promise<string[]> {
-  if (issueIds.length === 0 && workspaceIds.length === 0) return [];
-  const rows = await db.$queryRawUnsafe<{ id: string }[]>(
-    sqlFile(__dirname, "affected-workspaces.sql"),
-    companyId,
-    JSON.stringify(issueIds),
-    JSON.stringify(workspaceIds),
-  );
-  return rows.map((r) => r.id);
+/** An issue, a workspace or a run of a company; what a row of these queries names. */
+export interface CompanyRef {
+  companyId: string;
+  id: string;
 }
 
-export async function runIssues(db: Db | Tx, companyId: string, runId: string): Promise<string[]> {
-  const rows = await db.$queryRawUnsafe<{ id: string }[]>(
-    sqlFile(__dirname, "run-issues.sql"),
-    companyId,
-    runId,
+/**
+ * The git worktree workspaces that changes of `issues` and `workspaces` may concern
+ * (affected-workspaces.sql): one statement for any number of them, of any companies.
+ */
+export async function affectedWorkspaces(
+  db: Db | Tx,
+  issues: CompanyRef[],
+  workspaces: CompanyRef[] = [],
+): Promise<CompanyRef[]> {
+  if (issues.length === 0 && workspaces.length === 0) return [];
+  const rows = await db.$queryRawUnsafe<{ company_id: string; id: string }[]>(
+    sqlFile(__dirname, "affected-workspaces.sql"),
+    JSON.stringify(issues.map((i) => ({ companyId: i.companyId, issueId: i.id }))),
+    JSON.stringify(workspaces.map((w) => ({ companyId: w.companyId, workspaceId: w.id }))),
   );
-  return rows.map((r) => r.id);
+  return rows.map((r) => ({ companyId: r.company_id, id: r.id }));
+}
+
+/** The issues `runs` belong to (run-issues.sql): one statement for any number of runs. */
+export async function runIssues(db: Db | Tx, runs: CompanyRef[]): Promise<CompanyRef[]> {
+  if (runs.length === 0) return [];
+  const rows = await db.$queryRawUnsafe<{ company_id: string; id: string }[]>(
+    sqlFile(__dirname, "run-issues.sql"),
+    JSON.stringify(runs.map((r) => ({ companyId: r.companyId, runId: r.id }))),
+  );
+  return rows.map((r) => ({ companyId: r.company_id, id: r.id }));
 }
 
 /** The next restore-point generation of a workspace (one more than any it has). */

@@ -26,16 +26,19 @@ export function onStartup(ctx: EventContext<NativeSessionBackupsConfig>): Deadli
 }
 
 export const events: EventHandlers<NativeSessionBackupsConfig> = {
-  "native_sessions.live": async (event, ctx) => {
-    await storeLiveness(ctx.db, event.sessions, new Date(event.reportedAt), ctx.now);
+  // A report replaces an older one only (store-liveness.sql): of the request's, only the
+  // newest can be stored (clamped to now as there; the later one of equals, as in order).
+  "native_sessions.live": async (events, ctx) => {
+    const clamped = (e: (typeof events)[number]) => Math.min(Date.parse(e.reportedAt), ctx.now.getTime());
+    const newest = events.reduce((best, e) => (clamped(e) >= clamped(best) ? e : best));
+    await storeLiveness(ctx.db, newest.sessions, new Date(newest.reportedAt), ctx.now);
     return [];
   },
-  "native_sessions.evidence_written": (event, ctx) => [
-    {
+  "native_sessions.evidence_written": (events, ctx) =>
+    events.map((event) => ({
       domain: DOMAIN,
       scope: INSTANCE_SCOPE,
       reason: "evidence",
       dueAt: new Date(new Date(event.writtenAt).getTime() + ctx.config.evidenceWindowMs),
-    },
-  ],
+    })),
 };

@@ -14,7 +14,11 @@ export function onStartup(ctx: EventContext<NativeWorkspaceSyncConfig>): Deadlin
 }
 
 export const events: EventHandlers<NativeWorkspaceSyncConfig> = {
-  "native_workspace_sync.folder_created": (event, ctx) => [
-    { domain: DOMAIN, scope: event.companyId, reason: "folder_created", dueAt: ctx.now },
-  ],
+  "native_workspace_sync.folder_created": (events, ctx) =>
+    events.map((event) => ({
+      domain: DOMAIN,
+      scope: event.companyId,
+      reason: "folder_created",
+      dueAt: ctx.now,
+    })),
 };

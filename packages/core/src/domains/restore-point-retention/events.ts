@@ -11,11 +11,10 @@
  *    `delete_requested` by the trigger in the deleting transaction).
  * A company without live restore points gets nothing scheduled.
  */
-import type { Db, Tx } from "../../db";
 import type { DeadlineRequest } from "../../ledger";
 import type { EventContext, EventHandlers } from "../types";
 import { LIMITS, type RestorePointRetentionConfig } from "./config";
-import { startupDue } from "./queries";
+import { companiesWithRestorePoints, startupDue } from "./queries";
 import type { RestorePointStatus } from "../../restore-points/vocabulary";
 
 export const DOMAIN = "restore-point-retention";
@@ -36,16 +35,19 @@ export function wakeRequest(
   return { domain: DOMAIN, scope: companyId, reason, dueAt };
 }
 
-async function hasRestorePoints(
-  db: Db | Tx,
-  companyId: string,
+/** A wake-up for each event's company that has restore points in `statuses`. */
+async function wakeCompanies(
+  events: readonly { companyId: string }[],
+  ctx: Ctx,
+  reason: WakeReason,
   statuses: RestorePointStatus[],
-): Promise<boolean> {
-  const row = await db.executionWorkspaceRestorePoint.findFirst({
-    where: { companyId, status: { in: statuses } },
-    select: { id: true },
-  });
-  return row !== null;
+): Promise<DeadlineRequest[]> {
+  const found = await companiesWithRestorePoints(
+    ctx.db,
+    events.map((e) => e.companyId),
+    statuses,
+  );
+  return [...found].map((companyId) => wakeRequest(companyId, reason, ctx.now, ctx.config.settleMs));
 }
 
 export async function onStartup(ctx: Ctx): Promise<DeadlineRequest[]> {
@@ -61,16 +63,7 @@ const LIVE: RestorePointStatus[] = ["active"];
 const ANY_WORK: RestorePointStatus[] = ["pending", "active", "expiring", "superseded", "delete_requested"];
 
 export const events: EventHandlers<RestorePointRetentionConfig> = {
-  "issue.changed": async (event, ctx) =>
-    (await hasRestorePoints(ctx.db, event.companyId, LIVE))
-      ? [wakeRequest(event.companyId, "issue_changed", ctx.now, ctx.config.settleMs)]
-      : [],
-  "issue.deleted": async (event, ctx) =>
-    (await hasRestorePoints(ctx.db, event.companyId, ANY_WORK))
-      ? [wakeRequest(event.companyId, "issue_deleted", ctx.now, ctx.config.settleMs)]
-      : [],
-  "company.deleted": async (event, ctx) =>
-    (await hasRestorePoints(ctx.db, event.companyId, ANY_WORK))
-      ? [wakeRequest(event.companyId, "company_deleted", ctx.now, ctx.config.settleMs)]
-      : [],
+  "issue.changed": (events, ctx) => wakeCompanies(events, ctx, "issue_changed", LIVE),
+  "issue.deleted": (events, ctx) => wakeCompanies(events, ctx, "issue_deleted", ANY_WORK),
+  "company.deleted": (events, ctx) => wakeCompanies(events, ctx, "company_deleted", ANY_WORK),
 };

@@ -13,6 +13,20 @@ export interface DueWindow {
   pendingBefore: Date;
 }
 
+/** The companies among `companyIds` with a restore point in one of `statuses` (one query). */
+export async function companiesWithRestorePoints(
+  db: Db | Tx,
+  companyIds: string[],
+  statuses: RestorePointStatus[],
+): Promise<Set<string>> {
+  const rows = await db.$queryRawUnsafe<{ company_id: string }[]>(
+    sql("companies-with-restore-points.sql"),
+    JSON.stringify(companyIds),
+    JSON.stringify(statuses),
+  );
+  return new Set(rows.map((r) => r.company_id));
+}
+
 export async function dueWork(
   tx: Tx,
   companyId: string,

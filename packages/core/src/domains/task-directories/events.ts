@@ -53,56 +53,74 @@ export async function onStartup(ctx: EventContext<TaskDirectoriesConfig>): Promi
   ];
 }
 
-/** Wakes the directories of `issueId` and its ancestors, and the workspaces of `issueId`. */
-export async function wakeAround(
-  db: Db | Tx,
-  companyId: string,
-  issueId: string,
-  now: Date,
-): Promise<DeadlineRequest[]> {
-  const rows = await db.$queryRawUnsafe<{ kind: string; id: string }[]>(
+/** An issue of a company. */
+interface IssueRef {
+  companyId: string;
+  issueId: string;
+}
+
+/**
+ * Wakes the directories of each issue and of its ancestors, and the workspaces of each issue
+ * (ancestors.sql: one statement for all of them, and one to record the wakes).
+ */
+export async function wakeAround(db: Db | Tx, issues: IssueRef[], now: Date): Promise<DeadlineRequest[]> {
+  if (issues.length === 0) return [];
+  const rows = await db.$queryRawUnsafe<{ company_id: string; kind: string; id: string }[]>(
     sqlFile(__dirname, "ancestors.sql"),
-    issueId,
-    companyId,
+    JSON.stringify(issues),
   );
-  const wakes: ItemWake[] = rows.map((r) => ({
+  const wake = (companyId: string, itemId: string): ItemWake => ({
     domain: DOMAIN,
     scope: companyId,
-    itemId: r.kind === "issue" ? dirItem(r.id) : wsItem(r.id),
+    itemId,
     reason: "item",
     dueAt: now,
-  }));
-  if (!rows.some((r) => r.kind === "issue" && r.id === issueId)) {
+  });
+  const wakes = rows.map((r) => wake(r.company_id, r.kind === "issue" ? dirItem(r.id) : wsItem(r.id)));
+  const found = new Set(rows.filter((r) => r.kind === "issue").map((r) => `${r.company_id}/${r.id}`));
+  for (const { companyId, issueId } of issues) {
     // The issue is gone: its directory may be an orphan now.
-    wakes.push({ domain: DOMAIN, scope: companyId, itemId: dirItem(issueId), reason: "item", dueAt: now });
+    if (!found.has(`${companyId}/${issueId}`)) wakes.push(wake(companyId, dirItem(issueId)));
   }
   return wakeItems(db, wakes, now);
 }
 
 export const events: EventHandlers<TaskDirectoriesConfig> = {
-  "workspace.changed": async (event, ctx) => {
-    const own: ItemWake = {
+  "workspace.changed": async (events, ctx) => {
+    const own: ItemWake[] = events.map((event) => ({
       domain: DOMAIN,
       scope: event.companyId,
       itemId: wsItem(event.workspaceId),
       reason: "item",
       dueAt: ctx.now,
-    };
-    const requests = await wakeItems(ctx.db, [own], ctx.now);
-    if (event.status === "archived" || event.status === "cleanup_failed") {
-      const row = await ctx.db.executionWorkspace.findFirst({
-        where: { id: event.workspaceId, companyId: event.companyId },
-        select: { sourceIssueId: true },
+    }));
+    const requests = await wakeItems(ctx.db, own, ctx.now);
+    const closed = events.filter((e) => e.status === "archived" || e.status === "cleanup_failed");
+    if (closed.length > 0) {
+      const asked = new Set(closed.map((e) => `${e.companyId}/${e.workspaceId}`));
+      const rows = await ctx.db.executionWorkspace.findMany({
+        where: { id: { in: [...new Set(closed.map((e) => e.workspaceId))] } },
+        select: { id: true, companyId: true, sourceIssueId: true },
       });
-      if (row?.sourceIssueId) {
-        requests.push(...(await wakeAround(ctx.db, event.companyId, row.sourceIssueId, ctx.now)));
-      }
+      const issues = rows
+        .filter((r) => r.sourceIssueId && asked.has(`${r.companyId}/${r.id}`))
+        .map((r) => ({ companyId: r.companyId, issueId: r.sourceIssueId! }));
+      requests.push(...(await wakeAround(ctx.db, issues, ctx.now)));
     }
     return requests;
   },
-  "issue.changed": async (event, ctx) =>
-    event.status === "done" || event.status === "cancelled"
-      ? wakeAround(ctx.db, event.companyId, event.issueId, ctx.now)
-      : [],
-  "issue.deleted": async (event, ctx) => wakeAround(ctx.db, event.companyId, event.issueId, ctx.now),
+  "issue.changed": (events, ctx) =>
+    wakeAround(
+      ctx.db,
+      events
+        .filter((e) => e.status === "done" || e.status === "cancelled")
+        .map((e) => ({ companyId: e.companyId, issueId: e.issueId })),
+      ctx.now,
+    ),
+  "issue.deleted": (events, ctx) =>
+    wakeAround(
+      ctx.db,
+      events.map((e) => ({ companyId: e.companyId, issueId: e.issueId })),
+      ctx.now,
+    ),
 };
