@@ -1,7 +1,7 @@
 /**
  * POST /v1/events: a domain's handler gets all the events of its type in a request at once, so
  * a request costs the same statements for a few events as for many (no N+1), and records what
- * the same events would record one request each. Over the domains that read PostgreSQL for
+ * the same events would record one request each (liveness reports too: the newest is kept). Over the domains that read PostgreSQL for
  * their events (git cache expiration, task directories, restore-point retention) and the real
  * route, in its transaction; the queue sync that follows a request is left out (Redis). And
  * the statements read what they were asked about by key, under every plan PostgreSQL can
@@ -115,12 +115,23 @@ function eventsFor(perTree: number): ReclaimEvent[] {
       );
     }
   }
+  // Liveness reports out of order, one of them from a clock running ahead: only the newest is
+  // kept (store-liveness.sql), whether they come one request each or together.
+  const reported = [-60_000, 3_600_000, -120_000, 0].map((ms) => new Date(NOW.getTime() + ms).toISOString());
+  for (const [i, reportedAt] of reported.entries()) {
+    events.push({
+      type: "native_sessions.live",
+      sessions: [{ id: `session-${i}`, state: "warm" }],
+      reportedAt,
+    });
+  }
   return events;
 }
 
 async function clearLedger(): Promise<void> {
   await db.$executeRawUnsafe("DELETE FROM reclaim_deadlines");
   await db.$executeRawUnsafe("DELETE FROM reclaim_item_deadlines");
+  await db.$executeRawUnsafe("DELETE FROM reclaim_native_session_liveness");
 }
 
 /** Posts `events` in one request; the statements it sent. */
@@ -139,7 +150,10 @@ async function ledger(): Promise<string[]> {
   const items = await db.$queryRawUnsafe<{ row: string }[]>(
     `SELECT domain || ' ' || company_id || ' ' || item_id || ' ' || COALESCE(due_at::text, 'none') AS row FROM reclaim_item_deadlines`,
   );
-  return [...deadlines, ...items].map((r) => r.row).sort();
+  const liveness = await db.$queryRawUnsafe<{ row: string }[]>(
+    `SELECT 'liveness ' || sessions::text || ' ' || reported_at::text AS row FROM reclaim_native_session_liveness`,
+  );
+  return [...deadlines, ...items, ...liveness].map((r) => r.row).sort();
 }
 
 test("an events request sends the same statements for one event of each kind as for many", async () => {
@@ -171,6 +185,9 @@ test("many events in one request record what they record one request each", asyn
       true,
     );
   }
+  // The report from a clock running ahead counts as of its arrival, as does the last one: the
+  // later of the two is kept.
+  expect(together.filter((r) => r.startsWith("liveness "))).toEqual([expect.stringContaining('"session-3"')]);
 });
 
 test("the events' queries read the issues, workspaces, runs and restore points asked about by key", async () => {
