@@ -3,7 +3,7 @@
  *
  * - Start: rebuild missing jobs from the ledger (a Redis that lost its data, a worker that
  *   died between finishing a job and scheduling the next), and again whenever Redis comes
- *   back after a restart.
+ *   back after a restart; remove the scratch directories of workers that were killed.
  * - After every deadline job: sync that key, so the next deadline is queued (schedulers do
  *   it as well from BullMQ's event stream, in case this process dies first).
  * - SIGTERM (`stop`): take no new jobs, let active ones finish; halfway through the shutdown
@@ -29,6 +29,7 @@ import {
   readServiceConfig,
   readWorkerConfig,
   settlesWithin,
+  sweepScratch,
   ReportCallbacks,
   reopenWorker,
   runJob,
@@ -195,6 +196,12 @@ export function createWorkerService(options: WorkerServiceOptions = {}): WorkerS
         workers.push(callbacks.deliverer(target, connection(), log));
       }
       onReconnect(redis, () => void reconcile("redis reconnected"));
+      // What a worker killed mid-capture left in its scratch directory (process/scratch.ts).
+      await sweepScratch().then(
+        (removed) =>
+          removed.length > 0 && log.info("scratch directories of ended workers removed", { removed }),
+        (error: unknown) => log.warn("could not sweep scratch directories", { error }),
+      );
       await reconcile("start");
       await Promise.all(workers.map((w) => w.waitUntilReady()));
       log.info("worker ready", { domains: enabled, concurrency: workerConfig.concurrency });

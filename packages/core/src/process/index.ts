@@ -1,1 +1,2 @@
 export * from "./liveness";
+export * from "./scratch";

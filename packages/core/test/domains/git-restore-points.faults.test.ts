@@ -1,11 +1,13 @@
 /**
  * Rule: SIGKILL of the worker at each step of expiration loses nothing. At every moment the
  * worktree, or a verified active restore point, exists; the next worker finishes (or redoes)
- * the expiration, and the reopen brings back every byte. The workers are real processes
+ * the expiration, and the reopen brings back every byte; the killed worker's work files are
+ * removed when the next worker starts. The workers are real processes
  * (`node apps/worker/src/main.ts`) killed by fault points (packages/core/src/faults.ts).
  */
 import { existsSync } from "node:fs";
 import { readdir, readFile, writeFile } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { spawnService, startStack, waitFor, type ServiceProcess, type Stack } from "@reclaim/testkit";
 import {
@@ -59,6 +61,11 @@ function worker(extra: Record<string, string> = {}): ServiceProcess {
   return p;
 }
 
+/** The scratch directories (process/scratch.ts) of worker `p`. */
+async function scratchOf(p: ServiceProcess): Promise<string[]> {
+  return (await readdir(os.tmpdir())).filter((name) => name.startsWith(`reclaim-${p.child.pid}-`));
+}
+
 /** Is there a verified active restore point (read back and hash-checked before activation)? */
 async function activePoints(workspaceId: string): Promise<number> {
   return stack.db.executionWorkspaceRestorePoint.count({
@@ -91,9 +98,13 @@ it.each(POINTS)(
     expect(await readFile(marker, "utf8")).toBe(`${point}\n`);
     // Nothing is lost at the moment of the kill.
     expect(existsSync(wt) || (await activePoints(ws)) > 0).toBe(true);
+    // The capture's work files stayed behind in the killed worker's scratch directory...
+    expect(await scratchOf(doomed)).toHaveLength(1);
 
     const healthy = worker();
     await healthy.waitForOutput(/"msg":"worker ready"/);
+    // ...which the next worker removed as it started.
+    expect(await scratchOf(doomed)).toEqual([]);
     await waitFor(
       async () => {
         const row = await stack.db.executionWorkspace.findUniqueOrThrow({ where: { id: ws } });

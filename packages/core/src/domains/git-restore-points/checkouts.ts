@@ -13,6 +13,7 @@ import {
   type HeldGitLocks,
   type RestoreManifest,
 } from "@reclaim/shared";
+import { scratchDir } from "../../process";
 import { inspectCheckout, isReproducible, scopeOf, type Inspection } from "./inspect";
 import type { SavedPoint } from "./save";
 import type { CheckoutSurvey, NestedSurvey } from "./survey";
@@ -175,6 +176,7 @@ export async function verifyCheckouts(
     try {
       again = await captureWorktree(at(j.survey.path), {
         base: { kind: "remote", url: j.remoteUrl },
+        tmpDir: await scratchDir(),
         scope: scopeOf(j.survey),
         nested: j.name !== null,
         restoredFrom: j.restoredFrom,

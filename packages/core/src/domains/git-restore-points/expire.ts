@@ -20,7 +20,6 @@
  * after step 6 by something git's lock files do not stop moves it back and rolls back), and
  * deleted (removal.ts, finish.ts), still under the git lock files, which go with it.
  */
-import os from "node:os";
 import {
   assertRestorePointsAllowed,
   GitLocksBusy,
@@ -30,6 +29,7 @@ import {
   type HeldGitLocks,
 } from "@reclaim/shared";
 import type { Db, Tx } from "../../db";
+import { scratchDir } from "../../process";
 import type { FaultPoints } from "../../faults";
 import type { DeadlineRequest } from "../../ledger";
 import { dueFor, recordActivation, storageFor } from "../../restore-points";
@@ -158,7 +158,7 @@ export async function expireWorkspace(
           survey.nested,
           await projectRepositories(tx, companyId, ws.project_id),
           {
-            tmpDir: os.tmpdir(),
+            tmpDir: await scratchDir(),
             signal: ctx.signal,
             restoredFrom: await restoredFromManifests(tx, companyId, metadataOf(ws.metadata)),
           },

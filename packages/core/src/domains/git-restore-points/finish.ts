@@ -11,10 +11,10 @@
  * Each step of the plan is recorded under the workspace lifecycle lock, and only while the
  * row's lifecycle generation is the archive's: a reopen raised it, and the plan stops.
  */
-import os from "node:os";
 import path from "node:path";
 import { GitLocksBusy, type HeldGitLocks } from "@reclaim/shared";
 import type { Tx } from "../../db";
+import { scratchDir } from "../../process";
 import { dueFor, supersedeRestorePoint } from "../../restore-points";
 import {
   lifecycleGeneration,
@@ -262,7 +262,7 @@ async function changedSince(
     { survey: survey.checkout, remoteUrl: recipe.worktree.repoUrl },
     survey.nested,
     recipe.contents.map((c) => c.repoUrl),
-    { tmpDir: os.tmpdir(), signal: ctx.signal, restoredFrom },
+    { tmpDir: await scratchDir(), signal: ctx.signal, restoredFrom },
   );
   if (judgement.state === "blocked")
     return { difference: `${judgement.reason}: ${judgement.detail}`, judged: [], saved: new Map() };

@@ -34,6 +34,7 @@ import {
   type StorageProvider,
 } from "@reclaim/shared";
 import type { FaultPoints } from "../../faults";
+import { scratchDir } from "../../process";
 import { ensureDirBelow, PathRefused, removeRetired, retire, UUID_PATTERN, type ProvenDir } from "../../fs";
 import type { CheckoutRecipe } from "./recipe";
 
@@ -150,7 +151,7 @@ async function refOid(repo: SafeRepository, ref: string): Promise<string | null>
  * the remote-tracking refs are set in one transaction.
  */
 async function fetchRepository(repo: SafeRepository, url: string, signal?: AbortSignal): Promise<void> {
-  const tmp = await mkdtemp(path.join(os.tmpdir(), "reclaim-fetch-"));
+  const tmp = await mkdtemp(path.join(await scratchDir(), "fetch-"));
   try {
     const helper = path.join(tmp, "helper.git");
     await runSafeGit(["init", "-q", "--bare", `--object-format=${repo.objectFormat}`, helper], {

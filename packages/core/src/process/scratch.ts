@@ -1,0 +1,67 @@
+/**
+ * A process's scratch space for its work files (a git capture's helper repository and bundle,
+ * a restore's fetch): one directory per process in the system's temporary folder, named for
+ * the process that owns it, `reclaim-<pid>-<start ms>-<random>` (the start time as
+ * /proc tells every reader, 0 when it cannot be read), made with mode 0700 by `mkdtemp`.
+ *
+ * A process killed mid-capture cannot clean up after itself: `sweepScratch` (every worker at
+ * its start) removes the scratch directories whose owner is gone, and never one whose owner
+ * can still be using it (liveness.ts: its pid alive with the recorded start time, or a start
+ * time that cannot be read: kept, fail closed). A link or a file carrying such a name is left
+ * alone; only real directories are removed, and `rm` never follows links below them.
+ */
+import { mkdtemp, readdir, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { hostProcessProbe, recordedProcessIsLive, type ProcessProbe } from "./liveness";
+
+const SCRATCH_NAME = /^reclaim-([1-9][0-9]*)-([0-9]+)-[A-Za-z0-9]{6}$/;
+
+/** This process in a scratch directory's name: `<pid>-<start ms>`. */
+function ownTag(probe: ProcessProbe): string {
+  return `${process.pid}-${probe.startTime(process.pid)?.getTime() ?? 0}`;
+}
+
+const made = new Map<string, Promise<string>>();
+
+/** This process's scratch directory in `root` (default the system's temporary folder), made once. */
+export function scratchDir(root: string = os.tmpdir()): Promise<string> {
+  let dir = made.get(root);
+  if (!dir) {
+    dir = mkdtemp(path.join(root, `reclaim-${ownTag(hostProcessProbe)}-`));
+    // A failed attempt (a full disk) is tried again by the next caller.
+    dir.catch(() => made.delete(root));
+    made.set(root, dir);
+  }
+  return dir;
+}
+
+/**
+ * Removes the scratch directories in `root` of processes that are gone (a kill -9 mid-capture);
+ * returns their names. One that cannot be removed now is left for the next sweep.
+ */
+export async function sweepScratch(
+  root: string = os.tmpdir(),
+  probe: ProcessProbe = hostProcessProbe,
+): Promise<string[]> {
+  const own = `reclaim-${ownTag(probe)}-`;
+  const removed: string[] = [];
+  for (const entry of await readdir(root, { withFileTypes: true })) {
+    const match = SCRATCH_NAME.exec(entry.name);
+    if (!match || !entry.isDirectory() || entry.name.startsWith(own)) continue;
+    const startMs = Number(match[2]);
+    const owner = {
+      pid: Number(match[1]),
+      processGroupId: null,
+      startedAt: startMs === 0 ? null : new Date(startMs),
+    };
+    if (recordedProcessIsLive(owner, probe)) continue;
+    try {
+      await rm(path.join(root, entry.name), { recursive: true, force: true });
+      removed.push(entry.name);
+    } catch {
+      // Left for the next sweep.
+    }
+  }
+  return removed;
+}
