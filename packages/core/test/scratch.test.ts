@@ -85,3 +85,12 @@ test("a process has one scratch directory, named for it, that only it can enter,
   expect(await sweepScratch(root)).toEqual([]);
   expect(await readdir(root)).toEqual([path.basename(dir)]);
 });
+
+test("a process whose scratch directory was removed under it gets a new one at its next capture", async () => {
+  const first = await scratchDir(root);
+  await rm(first, { recursive: true });
+  const second = await scratchDir(root);
+  expect(second).not.toBe(first);
+  expect((await stat(second)).isDirectory()).toBe(true);
+  expect(await scratchDir(root)).toBe(second);
+});

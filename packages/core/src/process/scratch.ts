@@ -10,7 +10,7 @@
  * time that cannot be read: kept, fail closed). A link or a file carrying such a name is left
  * alone; only real directories are removed, and `rm` never follows links below them.
  */
-import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { hostProcessProbe, recordedProcessIsLive, type ProcessProbe } from "./liveness";
@@ -24,15 +24,30 @@ function ownTag(probe: ProcessProbe): string {
 
 const made = new Map<string, Promise<string>>();
 
-/** This process's scratch directory in `root` (default the system's temporary folder), made once. */
-export function scratchDir(root: string = os.tmpdir()): Promise<string> {
-  let dir = made.get(root);
-  if (!dir) {
-    dir = mkdtemp(path.join(root, `reclaim-${ownTag(hostProcessProbe)}-`));
-    // A failed attempt (a full disk) is tried again by the next caller.
-    dir.catch(() => made.delete(root));
-    made.set(root, dir);
+/**
+ * This process's scratch directory in `root` (default the system's temporary folder): made at
+ * the first call, and made anew when it is gone. (Another process's sweep can misjudge this one
+ * as gone when its start time reads differently, after the clock was stepped: the capture under
+ * way then fails and is retried, and the next one gets a new directory.)
+ */
+export async function scratchDir(root: string = os.tmpdir()): Promise<string> {
+  const known = made.get(root);
+  if (known) {
+    const dir = await known.catch(() => null);
+    if (
+      dir !== null &&
+      (await stat(dir).then(
+        (s) => s.isDirectory(),
+        () => false,
+      ))
+    )
+      return dir;
+    if (made.get(root) !== known) return scratchDir(root);
   }
+  const dir = mkdtemp(path.join(root, `reclaim-${ownTag(hostProcessProbe)}-`));
+  made.set(root, dir);
+  // A failed attempt (a full disk) is tried again by the next caller.
+  dir.catch(() => made.get(root) === dir && made.delete(root));
   return dir;
 }
 
