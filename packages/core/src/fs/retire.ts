@@ -11,15 +11,8 @@
  */
 import { errnoCode } from "@reclaim/shared";
 import { PathRefused, type ProvenDir } from "./proven-dir";
-import { hostProcessProbe, recordedProcessIsLive, type ProcessProbe } from "../process/liveness";
-import {
-  claimantOf,
-  claimedName,
-  retiredName,
-  retiredPrefixOf,
-  type Claimant,
-  type RetiredPrefix,
-} from "./retired-names";
+import { hostProcessProbe, namedProcessIsLive, ownProcess, type ProcessProbe } from "../process/liveness";
+import { claimantOf, claimedName, retiredName, retiredPrefixOf, type RetiredPrefix } from "./retired-names";
 import { removeTree } from "./remove-tree";
 import { sameIdentity, type Identity } from "./tree";
 
@@ -64,13 +57,6 @@ export async function unretire(dir: ProvenDir, retired: string, original: string
   return true;
 }
 
-let self: Claimant | undefined;
-/** This process as a claimant: its pid and start time (as /proc tells every reader). */
-function thisProcess(): Claimant {
-  self ??= { pid: process.pid, startedAtMs: hostProcessProbe.startTime(process.pid)?.getTime() ?? null };
-  return self;
-}
-
 /** Claimed trees this process is deleting now (full paths). */
 const deleting = new Set<string>();
 
@@ -88,10 +74,9 @@ export function claimantIsLive(
 ): boolean {
   const claimant = claimantOf(name);
   if (claimant === null) return false;
-  const me = thisProcess();
+  const me = ownProcess();
   if (claimant.pid === me.pid && claimant.startedAtMs === me.startedAtMs) return deleting.has(dir.join(name));
-  const startedAt = claimant.startedAtMs === null ? null : new Date(claimant.startedAtMs);
-  return recordedProcessIsLive({ pid: claimant.pid, processGroupId: null, startedAt }, probe);
+  return namedProcessIsLive(claimant, probe);
 }
 
 /**
@@ -114,7 +99,7 @@ export async function claimAndRemove(
   const info = await dir.lstatEntry(retired);
   if (info === null) return null;
   if (info.isSymbolicLink()) throw new PathRefused("symlink", dir.join(retired));
-  const claimed = claimedName(prefix, thisProcess());
+  const claimed = claimedName(prefix, ownProcess());
   // Known to be under way before the name exists: a leftover pass of this process that
   // lists it right after the rename leaves it alone.
   deleting.add(dir.join(claimed));

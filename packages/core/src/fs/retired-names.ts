@@ -19,6 +19,7 @@
  * short is finished by the next sweep.
  */
 import { randomBytes, randomUUID } from "node:crypto";
+import type { NamedProcess } from "../process/liveness";
 import { UUID_PATTERN } from "./names";
 
 export type RetiredPrefix = ".expired" | ".trash" | ".retiring" | ".restoring";
@@ -42,11 +43,7 @@ export function retiredPrefixOf(name: string): RetiredPrefix | null {
 }
 
 /** The process a claimed name says is deleting the tree. */
-export interface Claimant {
-  pid: number;
-  /** Its start time, ms since the epoch; `null` when the claimant could not read it. */
-  startedAtMs: number | null;
-}
+export type Claimant = NamedProcess;
 
 /** A claimed name of the kind `prefix` for `claimant` (see above). */
 export function claimedName(prefix: RetiredPrefix, claimant: Claimant): string {

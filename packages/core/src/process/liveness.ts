@@ -90,3 +90,25 @@ export function recordedProcessIsLive(
   }
   return false;
 }
+
+/**
+ * A process as a name written for it records it (a claimed retired tree, a scratch directory):
+ * its pid and start time, ms since the epoch (`null` when it could not be read; written as 0).
+ */
+export interface NamedProcess {
+  pid: number;
+  startedAtMs: number | null;
+}
+
+let self: NamedProcess | undefined;
+/** This process as names record it: its pid and start time (as /proc tells every reader). */
+export function ownProcess(): NamedProcess {
+  self ??= { pid: process.pid, startedAtMs: hostProcessProbe.startTime(process.pid)?.getTime() ?? null };
+  return self;
+}
+
+/** Whether the process a name records can still be running (recordedProcessIsLive: fail closed). */
+export function namedProcessIsLive(named: NamedProcess, probe: ProcessProbe = hostProcessProbe): boolean {
+  const startedAt = named.startedAtMs === null ? null : new Date(named.startedAtMs);
+  return recordedProcessIsLive({ pid: named.pid, processGroupId: null, startedAt }, probe);
+}

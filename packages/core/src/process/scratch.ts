@@ -13,16 +13,17 @@
 import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { hostProcessProbe, recordedProcessIsLive, type ProcessProbe } from "./liveness";
+import { hostProcessProbe, namedProcessIsLive, ownProcess, type ProcessProbe } from "./liveness";
 
 const SCRATCH_NAME = /^reclaim-([1-9][0-9]*)-([0-9]+)-[A-Za-z0-9]{6}$/;
 
-/** This process in a scratch directory's name: `<pid>-<start ms>`. */
-function ownTag(probe: ProcessProbe): string {
-  return `${process.pid}-${probe.startTime(process.pid)?.getTime() ?? 0}`;
-}
-
 const made = new Map<string, Promise<string>>();
+
+const isDirectory = (at: string): Promise<boolean> =>
+  stat(at).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
 
 /**
  * This process's scratch directory in `root` (default the system's temporary folder): made at
@@ -34,17 +35,11 @@ export async function scratchDir(root: string = os.tmpdir()): Promise<string> {
   const known = made.get(root);
   if (known) {
     const dir = await known.catch(() => null);
-    if (
-      dir !== null &&
-      (await stat(dir).then(
-        (s) => s.isDirectory(),
-        () => false,
-      ))
-    )
-      return dir;
+    if (dir !== null && (await isDirectory(dir))) return dir;
     if (made.get(root) !== known) return scratchDir(root);
   }
-  const dir = mkdtemp(path.join(root, `reclaim-${ownTag(hostProcessProbe)}-`));
+  const { pid, startedAtMs } = ownProcess();
+  const dir = mkdtemp(path.join(root, `reclaim-${pid}-${startedAtMs ?? 0}-`));
   made.set(root, dir);
   // A failed attempt (a full disk) is tried again by the next caller.
   dir.catch(() => made.get(root) === dir && made.delete(root));
@@ -53,24 +48,20 @@ export async function scratchDir(root: string = os.tmpdir()): Promise<string> {
 
 /**
  * Removes the scratch directories in `root` of processes that are gone (a kill -9 mid-capture);
- * returns their names. One that cannot be removed now is left for the next sweep.
+ * returns their names. This process's own is live, and kept like any other live one's. One that
+ * cannot be removed now is left for the next sweep.
  */
 export async function sweepScratch(
   root: string = os.tmpdir(),
   probe: ProcessProbe = hostProcessProbe,
 ): Promise<string[]> {
-  const own = `reclaim-${ownTag(probe)}-`;
   const removed: string[] = [];
   for (const entry of await readdir(root, { withFileTypes: true })) {
     const match = SCRATCH_NAME.exec(entry.name);
-    if (!match || !entry.isDirectory() || entry.name.startsWith(own)) continue;
+    if (!match || !entry.isDirectory()) continue;
     const startMs = Number(match[2]);
-    const owner = {
-      pid: Number(match[1]),
-      processGroupId: null,
-      startedAt: startMs === 0 ? null : new Date(startMs),
-    };
-    if (recordedProcessIsLive(owner, probe)) continue;
+    if (namedProcessIsLive({ pid: Number(match[1]), startedAtMs: startMs === 0 ? null : startMs }, probe))
+      continue;
     try {
       await rm(path.join(root, entry.name), { recursive: true, force: true });
       removed.push(entry.name);
