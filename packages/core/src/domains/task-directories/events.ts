@@ -59,43 +59,45 @@ interface IssueRef {
   issueId: string;
 }
 
+/** A wake-up, now, of the item `itemId` of `companyId`. */
+const wake = (companyId: string, itemId: string, now: Date): ItemWake => ({
+  domain: DOMAIN,
+  scope: companyId,
+  itemId,
+  reason: "item",
+  dueAt: now,
+});
+
 /**
- * Wakes the directories of each issue and of its ancestors, and the workspaces of each issue
- * (ancestors.sql: one statement for all of them, and one to record the wakes).
+ * The wake-ups of the directories of each issue and of its ancestors, and of the workspaces of
+ * each issue (ancestors.sql: one statement for all of them).
  */
-export async function wakeAround(db: Db | Tx, issues: IssueRef[], now: Date): Promise<DeadlineRequest[]> {
+async function wakesAround(db: Db | Tx, issues: IssueRef[], now: Date): Promise<ItemWake[]> {
   if (issues.length === 0) return [];
   const rows = await db.$queryRawUnsafe<{ company_id: string; kind: string; id: string }[]>(
     sqlFile(__dirname, "ancestors.sql"),
     JSON.stringify(issues),
   );
-  const wake = (companyId: string, itemId: string): ItemWake => ({
-    domain: DOMAIN,
-    scope: companyId,
-    itemId,
-    reason: "item",
-    dueAt: now,
-  });
-  const wakes = rows.map((r) => wake(r.company_id, r.kind === "issue" ? dirItem(r.id) : wsItem(r.id)));
+  const wakes = rows.map((r) => wake(r.company_id, r.kind === "issue" ? dirItem(r.id) : wsItem(r.id), now));
   const found = new Set(rows.filter((r) => r.kind === "issue").map((r) => `${r.company_id}/${r.id}`));
   for (const { companyId, issueId } of issues) {
     // The issue is gone: its directory may be an orphan now.
-    if (!found.has(`${companyId}/${issueId}`)) wakes.push(wake(companyId, dirItem(issueId)));
+    if (!found.has(`${companyId}/${issueId}`)) wakes.push(wake(companyId, dirItem(issueId), now));
   }
-  return wakeItems(db, wakes, now);
+  return wakes;
+}
+
+/** Wakes what `wakesAround` names, in one more statement. */
+async function wakeAround(db: Db | Tx, issues: IssueRef[], now: Date): Promise<DeadlineRequest[]> {
+  return wakeItems(db, await wakesAround(db, issues, now), now);
 }
 
 export const events: EventHandlers<TaskDirectoriesConfig> = {
+  // Its own item; archived or cleanup_failed, also around its source issue: one wake-up statement.
   "workspace.changed": async (events, ctx) => {
-    const own: ItemWake[] = events.map((event) => ({
-      domain: DOMAIN,
-      scope: event.companyId,
-      itemId: wsItem(event.workspaceId),
-      reason: "item",
-      dueAt: ctx.now,
-    }));
-    const requests = await wakeItems(ctx.db, own, ctx.now);
+    const own = events.map((event) => wake(event.companyId, wsItem(event.workspaceId), ctx.now));
     const closed = events.filter((e) => e.status === "archived" || e.status === "cleanup_failed");
+    let around: ItemWake[] = [];
     if (closed.length > 0) {
       const asked = new Set(closed.map((e) => `${e.companyId}/${e.workspaceId}`));
       const rows = await ctx.db.executionWorkspace.findMany({
@@ -105,9 +107,9 @@ export const events: EventHandlers<TaskDirectoriesConfig> = {
       const issues = rows
         .filter((r) => r.sourceIssueId && asked.has(`${r.companyId}/${r.id}`))
         .map((r) => ({ companyId: r.companyId, issueId: r.sourceIssueId! }));
-      requests.push(...(await wakeAround(ctx.db, issues, ctx.now)));
+      around = await wakesAround(ctx.db, issues, ctx.now);
     }
-    return requests;
+    return wakeItems(ctx.db, [...own, ...around], ctx.now);
   },
   "issue.changed": (events, ctx) =>
     wakeAround(
