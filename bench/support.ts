@@ -100,6 +100,13 @@ pg.Client.prototype.query = function countedQuery(this: pg.Client, ...args: unkn
   return result;
 } as typeof pg.Client.prototype.query;
 
+/** The median (of an even count: the mean of the middle two). */
+export const median = (xs: number[]): number => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = sorted.length / 2;
+  return Number.isInteger(mid) ? (sorted[mid - 1]! + sorted[mid]!) / 2 : sorted[Math.floor(mid)]!;
+};
+
 /** SQL statements sent so far by this process. */
 export const statementsSent = () => statements;
 

@@ -26,7 +26,7 @@ import {
   type DomainId,
 } from "../../packages/core/src";
 import { lockAndClaim } from "../../packages/core/src/ledger";
-import { benchEnv, report } from "../support";
+import { benchEnv, median, report } from "../support";
 import { createFloorTable, floorTransaction, NOOP_ID, noopDomain } from "./fleet";
 
 const N = Number(process.env.BENCH_JOBS ?? 1000);
@@ -65,8 +65,6 @@ async function drive(n: number, body: (i: number) => Promise<unknown>) {
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
   return { cpu: (used.user + used.system) / n, rate: n / (ms / 1000) };
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main(): Promise<void> {
   const env = await benchEnv();

@@ -26,7 +26,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { startPrivatePostgres, type PrivatePostgres } from "../private-postgres";
-import { ADMIN_URL, benchEnv, report, type BenchEnv } from "../support";
+import { ADMIN_URL, benchEnv, median, report, type BenchEnv } from "../support";
 import {
   BARE_QUEUE,
   createFloorTable,
@@ -76,12 +76,6 @@ async function reclaim(setup: Setup): Promise<Measured> {
   }
 }
 
-/** The median (of an even count: the mean of the middle two). */
-const median = (xs: number[]) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = sorted.length / 2;
-  return Number.isInteger(mid) ? (sorted[mid - 1]! + sorted[mid]!) / 2 : sorted[Math.floor(mid)]!;
-};
 const ONLY = process.env.BENCH_ONLY?.split(",");
 const only = (mode: ChildMode) => !ONLY || ONLY.includes(mode);
 const NONE: Measured = {

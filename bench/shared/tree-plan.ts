@@ -19,6 +19,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { treeStats } from "@reclaim/core";
 import { planTree } from "@reclaim/shared";
+import { median } from "../support";
 
 const { values } = parseArgs({
   options: {
@@ -49,7 +50,6 @@ async function measure(walk: () => Promise<unknown>): Promise<Figures> {
   return { ms: ms / WALKS, userMs: used.user / 1000 / WALKS, systemMs: used.system / 1000 / WALKS };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const medians = (rounds: Figures[]): Figures => ({
   ms: median(rounds.map((r) => r.ms)),
   userMs: median(rounds.map((r) => r.userMs)),
