@@ -13,7 +13,8 @@
  * removing pass's rename in it at every batch and read it again.
  * Then the SQL statements of one batch, for two batch sizes, dry run and removing: they must
  * not grow with the batch (no N+1); if they do, the run fails (exit code 1).
- *   npx tsx bench/platform/sync-folders.ts        (BENCH_FOLDERS=10000, BENCH_COMPANIES=20)
+ *   npx tsx bench/platform/sync-folders.ts        (BENCH_FOLDERS=10000, BENCH_COMPANIES=20;
+ *     BENCH_CPU_PROFILE=<dir>: a CPU profile of each pipeline pass, support.ts)
  */
 import { randomUUID } from "node:crypto";
 import { loadavg } from "node:os";
@@ -25,7 +26,7 @@ import { silentLogger, treeStats, UNCHANGED_MARGIN_MS } from "../../packages/cor
 import { createScheduler } from "../../apps/scheduler/src/service";
 import { createWorkerService } from "../../apps/worker/src/service";
 import { expectFlatQueries, openBench, type BatchQueries } from "../domains/harness";
-import { benchEnv, REDIS_URL, report, time } from "../support";
+import { benchEnv, profiled, REDIS_URL, report, time } from "../support";
 
 const FOLDERS = Number(process.env.BENCH_FOLDERS ?? 10_000);
 const COMPANIES = Number(process.env.BENCH_COMPANIES ?? 20);
@@ -161,7 +162,9 @@ async function passes(dryRun: boolean): Promise<Record<string, string | number>>
       await bareSurvey(bare.syncRoot);
       if (!dryRun) await bareRemoval(bare.syncRoot, bare.removable);
     });
-    const ran = await pipeline(env.databaseUrl, env.prefix, measured, dryRun);
+    const ran = await profiled(`sync-folders-${dryRun ? "dry" : "removing"}`, () =>
+      pipeline(env.databaseUrl, env.prefix, measured, dryRun),
+    );
     const left = (await readdir(measured.syncRoot)).length;
     if (!dryRun) {
       // Every removable folder gone, every other one still there.
