@@ -226,7 +226,7 @@ async function reportsAndRollups(domain: string, scopes: string[], target: Db = 
 function settlementsOf(target: Db, domain: string, scopes: string[], now = new Date()) {
   return Promise.all(
     scopes.map(async (scope) => ({
-      claimed: await claimDue(target, { domain, scope }, now),
+      claimed: (await claimDue(target, { domain, scope }, now)).claimed,
       deadlines: [] as DeadlineRequest[],
       pruneBefore: new Date(now.getTime() - DAY_MS),
       report: { ...emptyReport(`${domain}--${scope}`, now), domain, scope },
@@ -260,7 +260,7 @@ describe("the ledger claim", () => {
       { domain: DOMAIN, scope, reason: "startup", dueAt: past },
       { domain: DOMAIN, scope, reason: "folder_created", dueAt: past },
     ]);
-    const claimed = await claimDue(db, key, new Date());
+    const { claimed } = await claimDue(db, key, new Date());
     expect(claimed.map((c) => c.reason).sort()).toEqual(["folder_created", "startup"]);
     // While "the job runs", another folder is created:
     await queues.request([{ domain: DOMAIN, scope, reason: "folder_created", dueAt: new Date() }]);
@@ -274,7 +274,7 @@ describe("the ledger claim", () => {
     await queues.request([
       { domain: DOMAIN, scope, reason: "retention", dueAt: new Date(Date.now() - 1000) },
     ]);
-    const claimed = await claimDue(db, { domain: DOMAIN, scope }, new Date());
+    const { claimed } = await claimDue(db, { domain: DOMAIN, scope }, new Date());
     await settle(scope, claimed, [{ domain: DOMAIN, scope, reason: "retention", dueAt: inMinutes(60) }]);
     const [row] = await db.reclaimDeadline.findMany({ where: { companyId: scope } });
     expect(Math.abs(row!.dueAt.getTime() - inMinutes(60).getTime())).toBeLessThan(5000);
@@ -285,7 +285,7 @@ describe("the ledger claim", () => {
     const scope = randomUUID();
     const past = new Date(Date.now() - 1000);
     await queues.request([{ domain: DOMAIN, scope, reason: "retention", dueAt: past }]);
-    const claimed = await claimDue(db, { domain: DOMAIN, scope }, new Date());
+    const { claimed } = await claimDue(db, { domain: DOMAIN, scope }, new Date());
     await queues.request([{ domain: DOMAIN, scope, reason: "retention", dueAt: new Date() }]);
     await settle(scope, claimed, [{ domain: DOMAIN, scope, reason: "retention", dueAt: inMinutes(60) }]);
     const [row] = await db.reclaimDeadline.findMany({ where: { companyId: scope } });
@@ -297,7 +297,7 @@ describe("the ledger claim", () => {
     const past = new Date(Date.now() - 1000);
     await queues.request(scopes.map((scope) => ({ domain: DOMAIN, scope, reason: "startup", dueAt: past })));
     const claims = await Promise.all(
-      scopes.map((scope) => claimDue(db, { domain: DOMAIN, scope }, new Date())),
+      scopes.map(async (scope) => (await claimDue(db, { domain: DOMAIN, scope }, new Date())).claimed),
     );
     // One of them carries a report PostgreSQL refuses (a NUL in a text column).
     const settled = await Promise.allSettled(
@@ -329,7 +329,7 @@ describe("the ledger claim", () => {
       await queues.request([
         { domain: DOMAIN, scope, reason: "startup", dueAt: new Date(Date.now() - 1000) },
       ]);
-      await settle(scope, await claimDue(db, { domain: DOMAIN, scope }, new Date()), []);
+      await settle(scope, (await claimDue(db, { domain: DOMAIN, scope }, new Date())).claimed, []);
       await foldReports(db);
     }
     // The settlement pool holds one connection: this query runs in the session that settled.
@@ -419,7 +419,7 @@ describe("the ledger claim", () => {
   it("does not claim rows that are not due yet", async () => {
     const scope = randomUUID();
     await queues.request([{ domain: DOMAIN, scope, reason: "retention", dueAt: inMinutes(10) }]);
-    expect(await claimDue(db, { domain: DOMAIN, scope }, new Date())).toEqual([]);
+    expect((await claimDue(db, { domain: DOMAIN, scope }, new Date())).claimed).toEqual([]);
   });
 
   it("reads only the claimed key's rows, however many keys of its domain are due (no scan of the domain's backlog)", async () => {

@@ -16,10 +16,27 @@ export interface CursorStore {
   token(): string | null;
 }
 
-export function ledgerCursors(db: Db, key: LedgerKey, clock: Clock): CursorStore {
+/**
+ * A deadline job's cursors in reclaim_cursors. With `known` (what the job's claim read: every
+ * cursor of the key, claimDue), reads cost no statement, and a write of the value the cursor
+ * already has costs none either; a key's jobs run one at a time, so nothing else moves its
+ * cursors meanwhile. A value is remembered once its write succeeded (in a transaction that
+ * then fails, the job fails with it).
+ */
+export function ledgerCursors(
+  db: Db,
+  key: LedgerKey,
+  clock: Clock,
+  known?: Map<string, string>,
+): CursorStore {
   return {
-    read: (name) => readCursor(db, key, name),
-    write: (name, value, tx) => writeCursor(tx ?? db, key, name, value, clock.now()),
+    read: async (name) => (known ? (known.get(name) ?? null) : readCursor(db, key, name)),
+    write: async (name, value, tx) => {
+      if (known && (known.get(name) ?? null) === value) return;
+      await writeCursor(tx ?? db, key, name, value, clock.now());
+      if (value === null) known?.delete(name);
+      else known?.set(name, value);
+    },
     token: () => null,
   };
 }

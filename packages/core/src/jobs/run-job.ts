@@ -110,7 +110,8 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
   const claimed: ClaimedDeadline[] = [];
   const claimFirst = input.data.kind === "deadline" && domain.prepare !== undefined;
   const claimWithLock = input.data.kind === "deadline" && domain.prepare === undefined;
-  if (claimFirst) claimed.push(...(await claimDue(db, key, startedAt)));
+  const claim = claimFirst ? await claimDue(db, key, startedAt) : null;
+  if (claim) claimed.push(...claim.claimed);
   const report = new BatchReporter();
   const deadlines = new Deadlines(domainId, key.scope, input.data.kind);
   const failureRetryMs = domain.failureRetryMs ?? DEFAULT_FAILURE_RETRY_MS;
@@ -118,7 +119,9 @@ export async function runJob(deps: JobRunnerDeps, input: JobInput): Promise<Batc
   const namespace = domain.lockNamespace ?? domainLockNamespace(domainId);
   const lockKey = domain.lockKey?.(key.scope) ?? key.scope;
   const cursors =
-    input.data.kind === "sweep" ? sweepCursors(input.data.cursor) : ledgerCursors(db, key, clock);
+    input.data.kind === "sweep"
+      ? sweepCursors(input.data.cursor)
+      : ledgerCursors(db, key, clock, claim?.cursors);
   const log = deps.log.child({ domain: domainId, companyId: companyIdOf(key.scope), jobId: input.id });
 
   const ctx: JobContext = {

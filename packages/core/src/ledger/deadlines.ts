@@ -70,13 +70,31 @@ export async function requestDeadlines(
 
 const CLAIM_DUE = statement(__dirname, "claim-due.sql");
 
-export async function claimDue(db: Db, key: LedgerKey, now: Date): Promise<ClaimedDeadline[]> {
-  const rows = await runStatement<{ reason: string; version: string; due_at: Date }>(poolOf(db), CLAIM_DUE, [
-    key.domain,
-    key.scope,
-    now,
-  ]);
-  return rows.map((r) => ({ reason: r.reason, version: BigInt(r.version), dueAt: r.due_at }));
+/** What a job starts from: the rows of its key that are due, and the key's cursors. */
+export interface DueClaim {
+  claimed: ClaimedDeadline[];
+  /** Each walk's continuation cursor, by the walk's name (jobs/cursors.ts). */
+  cursors: Map<string, string>;
+}
+
+/**
+ * Claims the rows of `key` due at `now`, and reads the key's continuation cursors in the same
+ * round trip (claim-due.sql): a batch's walks read them next.
+ */
+export async function claimDue(db: Db, key: LedgerKey, now: Date): Promise<DueClaim> {
+  const rows = await runStatement<{
+    reason: string | null;
+    version: string | null;
+    due_at: Date | null;
+    cursor_name: string | null;
+    cursor_value: string | null;
+  }>(poolOf(db), CLAIM_DUE, [key.domain, key.scope, now]);
+  const claim: DueClaim = { claimed: [], cursors: new Map() };
+  for (const r of rows) {
+    if (r.cursor_name !== null) claim.cursors.set(r.cursor_name, r.cursor_value!);
+    else claim.claimed.push({ reason: r.reason!, version: BigInt(r.version!), dueAt: r.due_at! });
+  }
+  return claim;
 }
 
 const LOCK_AND_CLAIM = statement(__dirname, "lock-and-claim.sql");
