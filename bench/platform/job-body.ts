@@ -5,7 +5,8 @@
  * lock + one insert on a `pg` pool), and against pieces of Reclaim's body, so the cost of
  * each piece shows. Rounds alternate between the variants (the machine is noisy).
  *   npx tsx bench/platform/job-body.ts   (BENCH_JOBS=1000 per round, BENCH_ROUNDS=5,
- *     BENCH_CONCURRENCY=8, BENCH_VARIANTS=floor,reclaim,...)
+ *     BENCH_CONCURRENCY=8, BENCH_VARIANTS=floor,reclaim,...; BENCH_CPU_PROFILE=<dir>: a CPU profile
+ *     of each variant's rounds, support.ts)
  */
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -26,7 +27,7 @@ import {
   type DomainId,
 } from "../../packages/core/src";
 import { lockAndClaim } from "../../packages/core/src/ledger";
-import { benchEnv, median, report } from "../support";
+import { benchEnv, median, profiled, report } from "../support";
 import { createFloorTable, floorTransaction, NOOP_ID, noopDomain } from "./fleet";
 
 const N = Number(process.env.BENCH_JOBS ?? 1000);
@@ -152,7 +153,7 @@ async function main(): Promise<void> {
         const companies = scopes();
         await variant.setup?.(companies);
         const pgBefore = await backendCpu(admin, seen);
-        const r = await drive(N, (i) => variant.body(companies[i]!));
+        const r = await profiled(`${name}-${round}`, () => drive(N, (i) => variant.body(companies[i]!)));
         await new Promise((resolve) => setTimeout(resolve, 50));
         const pgUsed = (await backendCpu(admin, seen)) - pgBefore;
         results.get(name)!.cpu.push(r.cpu);
