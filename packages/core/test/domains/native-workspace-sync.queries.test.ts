@@ -112,7 +112,9 @@ it("a company job's folders are the company's first runs in name order: names wi
   );
   const mine = ids.filter((_, i) => owner(i) === company);
   const first = async (after: number, limit: number) =>
-    (await companyRunsInOrder(db, ids.slice(after), company, limit)).map((r) => r.id);
+    (await companyRunsInOrder(db, ids, after === 0 ? null : ids[after - 1]!, company, limit)).map(
+      (r) => r.id,
+    );
 
   expect(await first(0, 5)).toEqual(mine.slice(0, 5));
   // Known now: the same answer, from the names up to the fifth run.
@@ -126,6 +128,43 @@ it("a company job's folders are the company's first runs in name order: names wi
   const late = ids[2]!; // no run so far
   await insert([late], company);
   expect(await first(0, 2)).toEqual([mine[0], late]);
+});
+
+it("each of many companies' batches walks exactly its own runs in name order, from the names it knows and those it asks about, on a listing seen before and on a new one", async () => {
+  const companies = Array.from({ length: 40 }, () => randomUUID());
+  // 400 names: each company's runs interleaved with the others' and with names of no run.
+  const ids = Array.from({ length: 400 }, () => randomUUID()).sort();
+  const owner = (i: number) => (i % 5 === 4 ? null : companies[i % companies.length]!);
+  await poolOf(db).query(
+    `INSERT INTO heartbeat_runs (id, company_id, status)
+     SELECT r.id, r.company_id, 'running' FROM unnest($1::uuid[], $2::uuid[]) AS r(id, company_id)`,
+    [ids.filter((_, i) => owner(i) !== null), ids.flatMap((_, i) => owner(i) ?? [])],
+  );
+  const walk = async (names: readonly string[], companyId: string, limit: number) => {
+    const seen: string[] = [];
+    let after: string | null = null;
+    for (;;) {
+      const batch: string[] = (await companyRunsInOrder(db, names, after, companyId, limit)).map((r) => r.id);
+      seen.push(...batch);
+      if (batch.length < limit) return seen;
+      after = batch.at(-1)!;
+    }
+  };
+  const runsOf = (companyId: string) => ids.filter((_, i) => owner(i) === companyId);
+  // The first listing: owners learned batch by batch, company after company.
+  for (const companyId of companies) expect(await walk(ids, companyId, 3)).toEqual(runsOf(companyId));
+  // A new listing of the same names (a new array), read from what the process knows.
+  for (const companyId of companies.slice(0, 5)) {
+    expect(await walk([...ids], companyId, 4)).toEqual(runsOf(companyId));
+  }
+  // A name of no run gets a run of the second company: found on the listing seen before.
+  const late = ids[4]!;
+  await poolOf(db).query(
+    `INSERT INTO heartbeat_runs (id, company_id, status) VALUES ($1::uuid, $2::uuid, 'running')`,
+    [late, companies[1]],
+  );
+  expect(await walk(ids, companies[1]!, 3)).toEqual([...runsOf(companies[1]!), late].sort());
+  expect(await walk(ids, companies[4]!, 3)).toEqual(runsOf(companies[4]!));
 });
 
 it("the rules blind to a table only Reclaim writes come with the run state; with no run read, every rule not opted out counts as blind", async () => {

@@ -136,8 +136,8 @@ export async function prepare(ctx: Ctx): Promise<Prepared> {
       .map((name) => ({ name, mayBeRemovable: true })); // no run: removable once old enough
   } else {
     const judge = { now: ctx.startedAt, windowMs: ctx.config.windowMs };
-    const pending = runFolderNames(listing, after);
-    const runs = await companyRunsInOrder(ctx.db, pending, ctx.scope, LIMITS.foldersPerBatch + 1);
+    const names = runFolderNames(listing);
+    const runs = await companyRunsInOrder(ctx.db, names, after, ctx.scope, LIMITS.foldersPerBatch + 1);
     mine = runs.map((run) => ({ name: run.id, mayBeRemovable: mayBeRemovable(run, judge) }));
   }
 

@@ -29,7 +29,7 @@ function remember(runId: string, companyId: string): void {
   knownOwners.set(runId, companyId);
 }
 
-export async function runOwners(db: Db, runIds: string[]): Promise<Map<string, string>> {
+export async function runOwners(db: Db, runIds: readonly string[]): Promise<Map<string, string>> {
   if (runIds.length === 0) return new Map();
   const rows = await runStatementIn<{ id: string; company_id: string }>(db, RUN_OWNERS, [
     JSON.stringify(runIds),
@@ -38,39 +38,128 @@ export async function runOwners(db: Db, runIds: string[]): Promise<Map<string, s
   return new Map(rows.map((r) => [r.id, r.company_id]));
 }
 
+/** The first index of sorted `names` whose name sorts after `after` (all of them for null). */
+function firstAfter(names: readonly string[], after: string | null): number {
+  if (after === null) return 0;
+  let low = 0;
+  let high = names.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (names[mid]! <= after) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}
+
+/**
+ * A listing's run folder names by the company whose runs they are, as far as this process
+ * knows, and the names whose company it does not know (no run yet, or not asked yet), each
+ * list in name order: a company's batch reads its own names after its cursor, not every
+ * other company's. Built once per listing (the names array of runFolderNames), then kept up
+ * to date as owners are learned and runs go.
+ */
+class OwnerIndex {
+  private readonly byCompany = new Map<string, string[]>();
+  /** Companies whose list had names added since it was sorted. */
+  private readonly unsorted = new Set<string>();
+  private unknown: string[] = [];
+
+  constructor(names: readonly string[]) {
+    for (const name of names) {
+      const owner = knownOwners.get(name);
+      if (owner === undefined) this.unknown.push(name);
+      else this.add(owner, name);
+    }
+    this.unsorted.clear(); // `names` is sorted
+  }
+
+  /** The company's names after `after`, in order. */
+  own(companyId: string, after: string | null): readonly string[] {
+    const list = this.byCompany.get(companyId) ?? [];
+    if (this.unsorted.delete(companyId)) list.sort();
+    return list.slice(firstAfter(list, after));
+  }
+
+  /** The names of unknown owner after `after` and before `before` (null: no bound), in order. */
+  unknownBetween(after: string | null, before: string | null): string[] {
+    const from = firstAfter(this.unknown, after);
+    const to = before === null ? this.unknown.length : firstAfter(this.unknown, before);
+    return this.unknown.slice(from, Math.max(from, to));
+  }
+
+  /** Names of unknown owner now known: each goes to its company's list. */
+  learned(owners: ReadonlyMap<string, string>): void {
+    if (owners.size === 0) return;
+    this.unknown = this.unknown.filter((name) => {
+      const owner = owners.get(name);
+      if (owner !== undefined) this.add(owner, name);
+      return owner === undefined;
+    });
+  }
+
+  /** A name that is no run of the company (any more): asked again like a name never seen. */
+  forget(companyId: string, name: string): void {
+    const list = this.byCompany.get(companyId);
+    if (list)
+      this.byCompany.set(
+        companyId,
+        list.filter((n) => n !== name),
+      );
+    this.unknown.splice(firstAfter(this.unknown, name), 0, name);
+  }
+
+  private add(companyId: string, name: string): void {
+    const list = this.byCompany.get(companyId);
+    if (list) list.push(name);
+    else this.byCompany.set(companyId, [name]);
+    this.unsorted.add(companyId);
+  }
+}
+
+/** The index of each listing's names (a reused listing is the same array: fs/listings.ts). */
+const indexes = new WeakMap<readonly string[], OwnerIndex>();
+
 export type CompanyRun = Pick<RunState, "id" | "status" | "finished_at">;
 
 /**
- * The first `limit` of these folders (`runIds`, in name order) that are runs of the company,
- * with their status and finish: one query for the names this process has not seen
- * (`knownOwners`) up to the `limit`-th it knows is the company's (no name after it can be one
- * of the first `limit`), one for the status of the company's first `limit`. A run it knew that
- * is gone (or, were that possible, moved to another company) is forgotten and the next ones are
- * asked instead.
+ * The first `limit` of the folders `names` (a listing's run folder names, in name order) after
+ * `after` that are runs of the company, with their status and finish. The names whose
+ * company this process knows come from its index of the listing (OwnerIndex), so a batch
+ * reads only its own company's names; PostgreSQL is asked about the unknown names before the
+ * `limit`-th known run of the company (no name after it can be one of the first `limit`),
+ * then for the status of the company's first `limit`. A run it knew that is gone (or, were
+ * that possible, moved to another company) is forgotten and the next ones are asked instead.
  */
 export async function companyRunsInOrder(
   db: Db,
-  runIds: readonly string[],
+  names: readonly string[],
+  after: string | null,
   companyId: string,
   limit: number,
 ): Promise<CompanyRun[]> {
-  // Names not (or no longer) a run of the company.
+  let index = indexes.get(names);
+  if (index === undefined) indexes.set(names, (index = new OwnerIndex(names)));
+  // Names this call found to be no run of the company (a name with no run stays unknown).
   const passed = new Set<string>();
   for (;;) {
-    const unknown: string[] = [];
-    let mine: string[] = [];
-    for (const id of runIds) {
-      if (passed.has(id)) continue;
-      const owner = knownOwners.get(id);
-      if (owner === undefined) unknown.push(id);
-      else if (owner === companyId && mine.push(id) >= limit) break;
+    const known = index.own(companyId, after).slice(0, limit);
+    const unknown = index
+      .unknownBetween(after, known.length === limit ? known[limit - 1]! : null)
+      .filter((name) => !passed.has(name));
+    // Learned since the index was built (another batch's discovery, say), or asked now.
+    const owners = new Map<string, string>();
+    const ask: string[] = [];
+    for (const name of unknown) {
+      const owner = knownOwners.get(name);
+      if (owner === undefined) ask.push(name);
+      else owners.set(name, owner);
     }
-    const owners = await runOwners(db, unknown);
-    for (const id of unknown) {
-      if (owners.get(id) === companyId) mine.push(id);
-      else passed.add(id);
-    }
-    mine = mine.sort().slice(0, limit);
+    for (const [id, owner] of await runOwners(db, ask)) owners.set(id, owner);
+    index.learned(owners);
+    for (const name of unknown) if (owners.get(name) !== companyId) passed.add(name);
+    const mine = [...known, ...unknown.filter((name) => owners.get(name) === companyId)]
+      .sort()
+      .slice(0, limit);
     if (mine.length === 0) return [];
     const rows = await runStatementIn<CompanyRun>(db, COMPANY_RUNS, [JSON.stringify(mine), companyId, limit]);
     if (rows.length === mine.length) return rows;
@@ -79,6 +168,7 @@ export async function companyRunsInOrder(
       if (found.has(id)) continue;
       passed.add(id);
       knownOwners.delete(id);
+      index.forget(companyId, id);
     }
   }
 }

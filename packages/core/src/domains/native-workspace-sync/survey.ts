@@ -29,27 +29,17 @@ export interface FolderSurvey {
 }
 
 /**
- * The names in a listing of the top folder that are run ids (after `after`, when given), in
- * name order (sorted once per listing: fs/listings.ts); each is lstat'ed when surveyed,
- * whatever the listing said it was.
+ * The names in a listing of the top folder that are run ids, in name order (sorted once per
+ * listing, and the same array for a reused listing: fs/listings.ts); each is lstat'ed when
+ * surveyed, whatever the listing said it was.
  */
-export function runFolderNames(listing: readonly Dirent[], after: string | null = null): readonly string[] {
-  const names = fromListing(listing, "native-workspace-sync run folders", (entries) =>
+export function runFolderNames(listing: readonly Dirent[]): readonly string[] {
+  return fromListing(listing, "native-workspace-sync run folders", (entries) =>
     entries
       .map((e) => e.name)
       .filter((name) => UUID_NAME.test(name))
       .sort(),
   );
-  if (after === null) return names;
-  // The first name after `after` (binary search).
-  let low = 0;
-  let high = names.length;
-  while (low < high) {
-    const mid = (low + high) >>> 1;
-    if (names[mid]! <= after) low = mid + 1;
-    else high = mid;
-  }
-  return names.slice(low);
 }
 
 /** One folder, without confirming `top` (surveyFolders does, after the walks). */
