@@ -73,11 +73,12 @@ class OwnerIndex {
     this.unsorted.clear(); // `names` is sorted
   }
 
-  /** The company's names after `after`, in order. */
-  own(companyId: string, after: string | null): readonly string[] {
+  /** The company's first `limit` names after `after`, in order. */
+  own(companyId: string, after: string | null, limit: number): string[] {
     const list = this.byCompany.get(companyId) ?? [];
     if (this.unsorted.delete(companyId)) list.sort();
-    return list.slice(firstAfter(list, after));
+    const from = firstAfter(list, after);
+    return list.slice(from, from + limit);
   }
 
   /** The names of unknown owner after `after` and before `before` (null: no bound), in order. */
@@ -99,12 +100,8 @@ class OwnerIndex {
 
   /** A name that is no run of the company (any more): asked again like a name never seen. */
   forget(companyId: string, name: string): void {
-    const list = this.byCompany.get(companyId);
-    if (list)
-      this.byCompany.set(
-        companyId,
-        list.filter((n) => n !== name),
-      );
+    const list = this.byCompany.get(companyId)?.filter((n) => n !== name);
+    if (list) this.byCompany.set(companyId, list);
     this.unknown.splice(firstAfter(this.unknown, name), 0, name);
   }
 
@@ -142,7 +139,7 @@ export async function companyRunsInOrder(
   // Names this call found to be no run of the company (a name with no run stays unknown).
   const passed = new Set<string>();
   for (;;) {
-    const known = index.own(companyId, after).slice(0, limit);
+    const known = index.own(companyId, after, limit);
     const unknown = index
       .unknownBetween(after, known.length === limit ? known[limit - 1]! : null)
       .filter((name) => !passed.has(name));
