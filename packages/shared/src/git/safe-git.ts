@@ -28,20 +28,50 @@
  * `plantedConfig` lists the keys that were neutralized, for callers whose rule is to refuse
  * such a repository (`unsupported_base_git_config`).
  */
-import { mkdtempSync, readdirSync } from "node:fs";
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync } from "node:fs";
 import { realpath, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { errnoCode } from "../errors";
 import { spawnGit } from "../git-process";
 import { GitRestoreError } from "./errors";
 
 let emptyDirectory: string | undefined;
 
-/** A private empty directory (hooks path, HOME, cwd of remote commands), made once per process. */
-export function emptyDir(): string {
-  if (emptyDirectory === undefined || readdirSync(emptyDirectory).length > 0) {
-    emptyDirectory = mkdtempSync(path.join(os.tmpdir(), "reclaim-git-empty-"));
+/** A real directory (not a link) of this user, closed to everyone else, with nothing in it. */
+function isPrivateAndEmpty(dir: string): boolean {
+  try {
+    const info = lstatSync(dir);
+    return (
+      info.isDirectory() &&
+      info.uid === process.getuid?.() &&
+      (info.mode & 0o077) === 0 &&
+      readdirSync(dir).length === 0
+    );
+  } catch {
+    return false;
   }
+}
+
+/**
+ * A private empty directory (hooks path, HOME, cwd of remote commands), checked at each use:
+ * `reclaim-git-empty-<uid>` in the system's temporary folder, one for all of this user's
+ * processes, so that no process leaves one behind (one per process accumulated, one for each
+ * start of a worker or a test process). Made with mode 0700 when missing; when what is there is
+ * anything but a private empty directory of this user (a link, another user's, something
+ * planted in it), this process makes a fresh one of its own instead.
+ */
+export function emptyDir(): string {
+  if (emptyDirectory !== undefined && isPrivateAndEmpty(emptyDirectory)) return emptyDirectory;
+  const shared = path.join(os.tmpdir(), `reclaim-git-empty-${process.getuid?.() ?? "user"}`);
+  try {
+    mkdirSync(shared, { mode: 0o700 });
+  } catch (error) {
+    if (errnoCode(error) !== "EEXIST") throw error;
+  }
+  emptyDirectory = isPrivateAndEmpty(shared)
+    ? shared
+    : mkdtempSync(path.join(os.tmpdir(), "reclaim-git-empty-"));
   return emptyDirectory;
 }
 

@@ -4,7 +4,8 @@
  * inherited GIT_* variables and a system or global config. Each planted item writes a
  * marker file when it runs; the same commands through plain git prove the plants are live.
  */
-import { chmod, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, lstat, mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { spawn } from "node:child_process";
 import path from "node:path";
 import { openSafeRepository, runSafeGit, remoteEnv } from "../../src/git/safe-git";
 import { applyPayload, captureWorktree, open, verifyUnchanged } from "../../src";
@@ -167,5 +168,70 @@ describe("safe git runner", () => {
       runSafeGit(["ls-remote", `ext::sh -c touch% ${root}/ext-marker`], { cwd: root, env: remoteEnv() }),
     ).rejects.toMatchObject({ code: "RECLAIM_ERR_GIT_COMMAND_FAILED" });
     expect(await readdir(root)).not.toContain("ext-marker");
+  });
+});
+
+describe("the empty directory every command runs with (hooks path, HOME, remote commands' cwd)", () => {
+  /**
+   * A process started with `tmp` as its temporary folder (other tests' git commands use the
+   * real one meanwhile): the empty directory it ran with; given a checkout, it commits there.
+   */
+  const processIn = async (tmp: string, checkout?: string): Promise<string> => {
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", path.join(__dirname, "empty-dir-process.ts"), ...(checkout ? [checkout] : [])],
+      { env: { ...process.env, TMPDIR: tmp }, stdio: ["ignore", "pipe", "inherit"] },
+    );
+    let out = "";
+    child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+    const code = await new Promise((resolve) => child.once("exit", resolve));
+    expect(code).toBe(0);
+    return out.trim();
+  };
+  const sharedIn = (tmp: string) => path.join(tmp, `reclaim-git-empty-${process.getuid!()}`);
+
+  it("is one directory for all of this user's processes, private: processes started one after another leave no more behind", async () => {
+    const tmp = await tempDir();
+    const dirs = [await processIn(tmp), await processIn(tmp), await processIn(tmp)];
+    expect(new Set(dirs)).toEqual(new Set([sharedIn(tmp)]));
+    // (tsx keeps its cache there too.)
+    const left = (await readdir(tmp)).filter((name) => name.startsWith("reclaim-git-empty-"));
+    expect(left).toEqual([path.basename(sharedIn(tmp))]);
+    expect((await lstat(sharedIn(tmp))).mode & 0o777).toBe(0o700);
+    expect(await readdir(sharedIn(tmp))).toEqual([]);
+  });
+
+  it("is never a directory with something planted in it, a link, or one open to others: the process makes a private one, and a hook planted there never runs", async () => {
+    const [tmp, root] = [await tempDir(), await tempDir()];
+    const shared = sharedIn(tmp);
+    const remote = await makeRemote(root, { "a.txt": "one\n" });
+    const dir = await clone(remote, path.join(root, "work"));
+    const markers = path.join(root, "markers");
+    await mkdir(markers);
+    // A pre-commit hook in the shared directory, which would be the hooks path.
+    await mkdir(shared, { mode: 0o700 });
+    const hook = path.join(shared, "pre-commit");
+    await writeFile(hook, `#!/bin/sh\ntouch ${markers}/planted-hook\n`);
+    await chmod(hook, 0o755);
+    await writeFile(path.join(dir, "a.txt"), "two\n");
+    const own = await processIn(tmp, dir);
+    expect(own).not.toBe(shared);
+    expect(path.dirname(own)).toBe(tmp);
+    expect(await readdir(markers)).toEqual([]);
+    expect((await git(dir, ["log", "-1", "--format=%s"])).trim()).toBe("probe");
+    // The same commit through plain git with that hooks path runs the hook (the test can fail).
+    await writeFile(path.join(dir, "a.txt"), "three\n");
+    await git(dir, ["-c", `core.hooksPath=${shared}`, "commit", "-q", "-a", "-m", "plain"]);
+    expect(await readdir(markers)).toEqual(["planted-hook"]);
+    // A link at the name (to an empty private directory), then a directory open to others.
+    await rm(shared, { recursive: true });
+    const elsewhere = path.join(root, "elsewhere");
+    await mkdir(elsewhere, { mode: 0o700 });
+    await symlink(elsewhere, shared);
+    expect(await processIn(tmp)).not.toBe(shared);
+    await rm(shared);
+    await mkdir(shared, { mode: 0o700 });
+    await chmod(shared, 0o777);
+    expect(await processIn(tmp)).not.toBe(shared);
   });
 });
