@@ -5,12 +5,13 @@
  * Redis, seeded reports and real sync folders. It is refused with a wrong token, logs in, reads
  * the figures the pages show for the seeded totals (tables and plot totals), opens a domain,
  * runs a dry-run diagnosis and follows "Continue", filters by company (and never sees another
- * company's entries), and logs no console error. A screenshot of each page is written to a
- * temporary folder (RECLAIM_CONSOLE_SCREENSHOTS=<dir> chooses it; with
- * RECLAIM_CONSOLE_DOCS_SCREENSHOT=1 Chromium's overview also goes to docs/console-overview.png).
+ * company's entries), and logs no console error. A screenshot of each page is written to
+ * RECLAIM_CONSOLE_SCREENSHOTS=<dir>, where they stay; without it, to a temporary folder removed
+ * after the test (with RECLAIM_CONSOLE_DOCS_SCREENSHOT=1 Chromium's overview also goes to
+ * docs/console-overview.png).
  */
 import { randomUUID } from "node:crypto";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { startStack, TEST_TOKEN, type Stack } from "@reclaim/testkit";
@@ -32,8 +33,8 @@ const A = randomUUID();
 const B = randomUUID();
 /** The company whose 55 settled runs the diagnosis finds: one full batch of 50, then 5. */
 const C = randomUUID();
-const shots =
-  process.env.RECLAIM_CONSOLE_SCREENSHOTS ?? path.join(tmpdir(), `reclaim-console-${process.pid}`);
+const keepShots = process.env.RECLAIM_CONSOLE_SCREENSHOTS;
+const shots = keepShots ?? path.join(tmpdir(), `reclaim-console-${process.pid}`);
 
 let stack: Stack;
 let base: string;
@@ -96,7 +97,10 @@ beforeAll(async () => {
   base = await stack.scheduler.listen();
 }, 300_000);
 
-afterAll(async () => stack?.stop());
+afterAll(async () => {
+  await stack?.stop();
+  if (!keepShots) rmSync(shots, { recursive: true, force: true });
+});
 
 const BROWSERS: BrowserName[] = ["chromium", "firefox"];
 
