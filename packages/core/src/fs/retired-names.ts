@@ -19,14 +19,14 @@
  * short is finished by the next sweep.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import type { NamedProcess } from "../process/liveness";
+import { PROCESS_TAG, processTag, taggedProcess, type NamedProcess } from "../process/liveness";
 import { UUID_PATTERN } from "./names";
 
 export type RetiredPrefix = ".expired" | ".trash" | ".retiring" | ".restoring";
 
 const SHORT_HEX = 24;
 const RETIRED = new RegExp(
-  `^(\\.expired|\\.trash|\\.retiring|\\.restoring)-(?:([1-9][0-9]*)-([0-9]+)-)?(?:${UUID_PATTERN}|[0-9a-f]{${SHORT_HEX}})$`,
+  `^(\\.expired|\\.trash|\\.retiring|\\.restoring)-(?:${PROCESS_TAG}-)?(?:${UUID_PATTERN}|[0-9a-f]{${SHORT_HEX}})$`,
 );
 
 export function retiredName(prefix: RetiredPrefix, form: "uuid" | "short" = "uuid"): string {
@@ -47,13 +47,12 @@ export type Claimant = NamedProcess;
 
 /** A claimed name of the kind `prefix` for `claimant` (see above). */
 export function claimedName(prefix: RetiredPrefix, claimant: Claimant): string {
-  return `${prefix}-${claimant.pid}-${claimant.startedAtMs ?? 0}-${randomUUID()}`;
+  return `${prefix}-${processTag(claimant)}-${randomUUID()}`;
 }
 
 /** Who claimed `name`; `null` for a retired name nobody claimed (or no retired name). */
 export function claimantOf(name: string): Claimant | null {
   const match = RETIRED.exec(name);
   if (!match || match[2] === undefined) return null;
-  const startedAtMs = Number(match[3]);
-  return { pid: Number(match[2]), startedAtMs: startedAtMs === 0 ? null : startedAtMs };
+  return taggedProcess(match[2], match[3]!);
 }

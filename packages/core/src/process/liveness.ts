@@ -100,6 +100,23 @@ export interface NamedProcess {
   startedAtMs: number | null;
 }
 
+/**
+ * How a name records a process: `<pid>-<start ms>`, 0 for a start time that could not be read
+ * (`processTag`); PROCESS_TAG matches it in a name's pattern, its two groups the pid and the
+ * start, which `taggedProcess` reads back.
+ */
+export const PROCESS_TAG = "([1-9][0-9]*)-([0-9]+)";
+
+export function processTag(named: NamedProcess): string {
+  return `${named.pid}-${named.startedAtMs ?? 0}`;
+}
+
+/** The process PROCESS_TAG's two groups (`pid`, `startMs`) record. */
+export function taggedProcess(pid: string, startMs: string): NamedProcess {
+  const startedAtMs = Number(startMs);
+  return { pid: Number(pid), startedAtMs: startedAtMs === 0 ? null : startedAtMs };
+}
+
 let self: NamedProcess | undefined;
 /** This process as names record it: its pid and start time (as /proc tells every reader). */
 export function ownProcess(): NamedProcess {

@@ -13,9 +13,17 @@
 import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { hostProcessProbe, namedProcessIsLive, ownProcess, type ProcessProbe } from "./liveness";
+import {
+  hostProcessProbe,
+  namedProcessIsLive,
+  ownProcess,
+  PROCESS_TAG,
+  processTag,
+  taggedProcess,
+  type ProcessProbe,
+} from "./liveness";
 
-const SCRATCH_NAME = /^reclaim-([1-9][0-9]*)-([0-9]+)-[A-Za-z0-9]{6}$/;
+const SCRATCH_NAME = new RegExp(`^reclaim-${PROCESS_TAG}-[A-Za-z0-9]{6}$`);
 
 const made = new Map<string, Promise<string>>();
 
@@ -38,8 +46,7 @@ export async function scratchDir(root: string = os.tmpdir()): Promise<string> {
     if (dir !== null && (await isDirectory(dir))) return dir;
     if (made.get(root) !== known) return scratchDir(root);
   }
-  const { pid, startedAtMs } = ownProcess();
-  const dir = mkdtemp(path.join(root, `reclaim-${pid}-${startedAtMs ?? 0}-`));
+  const dir = mkdtemp(path.join(root, `reclaim-${processTag(ownProcess())}-`));
   made.set(root, dir);
   // A failed attempt (a full disk) is tried again by the next caller.
   dir.catch(() => made.get(root) === dir && made.delete(root));
@@ -59,9 +66,7 @@ export async function sweepScratch(
   for (const entry of await readdir(root, { withFileTypes: true })) {
     const match = SCRATCH_NAME.exec(entry.name);
     if (!match || !entry.isDirectory()) continue;
-    const startMs = Number(match[2]);
-    if (namedProcessIsLive({ pid: Number(match[1]), startedAtMs: startMs === 0 ? null : startMs }, probe))
-      continue;
+    if (namedProcessIsLive(taggedProcess(match[1]!, match[2]!), probe)) continue;
     try {
       await rm(path.join(root, entry.name), { recursive: true, force: true });
       removed.push(entry.name);
