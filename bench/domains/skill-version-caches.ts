@@ -21,13 +21,12 @@
  * fails (exit code 1).
  *
  *   npx tsx bench/domains/skill-version-caches.ts
- *   BENCH_COMPANIES=20 BENCH_PROFILE=/tmp/svc.cpuprofile npx tsx bench/domains/skill-version-caches.ts
- *     (a CPU profile of the measured passes only, setup left out)
+ *   BENCH_COMPANIES=20 BENCH_CPU_PROFILE=/tmp/svc npx tsx bench/domains/skill-version-caches.ts
+ *     (a CPU profile of each measured pass only, setup left out: support.ts profiled)
  */
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { access, rm, writeFile } from "node:fs/promises";
-import { Session } from "node:inspector/promises";
+import { access, rm } from "node:fs/promises";
 import { loadavg } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -35,12 +34,12 @@ import { treeStats, workerOptions } from "@reclaim/core";
 import { writeTree } from "@reclaim/testkit";
 import { LIMITS } from "../../packages/core/src/domains/skill-version-caches/config";
 import { mapInOrder } from "../../packages/core/src/fs/in-order";
+import { profiled } from "../support";
 import { expectFlatQueries, fullPass, openBench, perSecond, type Bench } from "./harness";
 
 const COMPANIES = Number(process.env.BENCH_COMPANIES ?? 100);
 /** Company jobs of the domain a worker process runs at once (RECLAIM_WORKER_CONCURRENCY's default). */
 const JOBS_AT_ONCE = workerOptions.concurrency.read({});
-const PROFILE = process.env.BENCH_PROFILE;
 const SKILLS = 10;
 const VERSIONS = 10;
 const old = new Date(Date.now() - 24 * 3600_000);
@@ -208,7 +207,6 @@ async function exists(at: string): Promise<boolean> {
 async function main() {
   const bench = await openBench();
   const copyRoot = `${bench.instanceRoot}-baseline`;
-  const profiler = PROFILE ? new Session() : null;
   try {
     process.stdout.write(
       `setting up ${COMPANIES * SKILLS * VERSIONS} versions across ${COMPANIES} companies...\n`,
@@ -219,36 +217,29 @@ async function main() {
     await promisify(execFile)("cp", ["-a", bench.instanceRoot, copyRoot]);
     const inCopy = (dir: string) => path.join(copyRoot, path.relative(bench.instanceRoot, dir));
 
-    if (profiler) {
-      profiler.connect();
-      await profiler.post("Profiler.enable");
-      await profiler.post("Profiler.start");
-    }
     process.stdout.write(`load average before the passes: ${load()}\n`);
-    const dry = await measure(
-      companies,
-      (c) => fullPass(bench, "skill-version-caches", c.id, true),
-      (c) => survey(c.dirs),
-      // A reference beside the baseline: the same survey at the domain's width.
-      (c) => surveyWide(c.dirs),
+    const dry = await profiled("skill-version-caches-dry", () =>
+      measure(
+        companies,
+        (c) => fullPass(bench, "skill-version-caches", c.id, true),
+        (c) => survey(c.dirs),
+        // A reference beside the baseline: the same survey at the domain's width.
+        (c) => surveyWide(c.dirs),
+      ),
     );
     process.stdout.write(`load average after the dry run: ${load()}\n`);
-    const evicting = await measure(
-      companies,
-      (c) => fullPass(bench, "skill-version-caches", c.id, false),
-      async (c) => {
-        const surveyed = await survey(c.dirs.map(inCopy));
-        for (const dir of c.evictable) await rm(inCopy(dir), { recursive: true });
-        return surveyed;
-      },
+    const evicting = await profiled("skill-version-caches-evicting", () =>
+      measure(
+        companies,
+        (c) => fullPass(bench, "skill-version-caches", c.id, false),
+        async (c) => {
+          const surveyed = await survey(c.dirs.map(inCopy));
+          for (const dir of c.evictable) await rm(inCopy(dir), { recursive: true });
+          return surveyed;
+        },
+      ),
     );
     process.stdout.write(`load average after the evicting pass: ${load()}\n`);
-    if (profiler) {
-      const { profile } = await profiler.post("Profiler.stop");
-      await writeFile(PROFILE!, JSON.stringify(profile));
-      profiler.disconnect();
-      process.stdout.write(`CPU profile of the passes: ${PROFILE}\n`);
-    }
 
     print("dry run (diagnosis)", "filesystem survey only", dry);
     print("evicting", "filesystem survey + rm -r of the same caches", evicting);
