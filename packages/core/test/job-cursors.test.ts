@@ -3,41 +3,14 @@
  * its claim, in that one statement (ledger/claim-due.sql), so a batch's walks read theirs
  * without a statement; a write of the value a cursor already has sends none. Real job runner
  * (runJob, no BullMQ) over a real database and real folders (native workspace sync, whose
- * batches walk a `folders` cursor), every statement pg sends recorded by its first line.
+ * batches walk a `folders` cursor), every statement recorded by its first line (batchRunner).
  */
 import { randomUUID } from "node:crypto";
-import pg from "pg";
 import { ledgerCursors, readCursor, requestDeadlines, systemClock, type Db } from "@reclaim/core";
 import { batchRunner, statementsTestFile } from "@reclaim/testkit";
 import { DOMAIN, insertRun, makeFolder } from "@reclaim/testkit/src/fixtures/native-workspace-sync";
 
 const scratch = statementsTestFile();
-
-/**
- * The first line of every statement this process sends while recording. Wrapped once, before
- * any connection opens: a pooled connection keeps the query method it was opened with
- * (db/deferred-begin.ts).
- */
-let recording: string[] | null = null;
-const query = pg.Client.prototype.query;
-pg.Client.prototype.query = function recorded(this: pg.Client, ...args: unknown[]) {
-  const first = args[0];
-  const text = typeof first === "string" ? first : (first as { text?: unknown } | undefined)?.text;
-  if (recording && typeof text === "string") recording.push(text.trimStart().split("\n", 1)[0]!);
-  return (query as (...a: unknown[]) => unknown).apply(this, args);
-} as typeof pg.Client.prototype.query;
-afterAll(() => {
-  pg.Client.prototype.query = query;
-});
-
-async function statementsOf<T>(fn: () => Promise<T>): Promise<{ value: T; lines: string[] }> {
-  const lines: string[] = (recording = []);
-  try {
-    return { value: await fn(), lines };
-  } finally {
-    recording = null;
-  }
-}
 
 const CLAIM = "-- The ledger rows of one key that are due";
 const READ_CURSOR = "-- A walk's continuation cursor (cursors.ts).";
@@ -54,7 +27,7 @@ async function company(db: Db, root: string, folders: number): Promise<string> {
   return companyId;
 }
 
-/** One deadline batch of the company's key (a dry run), due now. */
+/** One deadline batch of the company's key (a dry run), due now: its report and statements' first lines. */
 async function deadlineBatch(db: Db, root: string, companyId: string) {
   await requestDeadlines(
     db,
@@ -62,9 +35,13 @@ async function deadlineBatch(db: Db, root: string, companyId: string) {
     new Date(),
   );
   const run = batchRunner(db, root, { PAPERCLIP_NATIVE_WORKSPACE_SYNC_RETENTION_DRY_RUN: "true" });
-  return statementsOf(() =>
-    run({ kind: "deadline", domain: DOMAIN, scope: companyId, dueAt: new Date().toISOString() }),
-  );
+  const { report, lines } = await run({
+    kind: "deadline",
+    domain: DOMAIN,
+    scope: companyId,
+    dueAt: new Date().toISOString(),
+  });
+  return { report, lines };
 }
 
 describe("a deadline job's walk cursors", () => {
@@ -73,17 +50,17 @@ describe("a deadline job's walk cursors", () => {
     const companyId = await company(db, root, 70);
     // The first batch stops at the 50 candidates a batch can take, and leaves its cursor there.
     const first = await deadlineBatch(db, root, companyId);
-    expect(first.value.report.error).toBeNull();
-    expect(first.value.report.candidates).toBe(50);
+    expect(first.report.error).toBeNull();
+    expect(first.report.candidates).toBe(50);
     const cursor = await readCursor(db, { domain: DOMAIN, scope: companyId }, "folders");
     expect(cursor).not.toBeNull();
     // The second goes on from it: the 20 folders after it, then the walk's end.
     const second = await deadlineBatch(db, root, companyId);
-    expect(second.value.report.candidates).toBe(20);
-    expect(second.value.report.entries).toHaveLength(20);
-    expect(
-      (second.value.report.entries ?? []).every((entry) => entry.id > `native-workspace-sync/${cursor}`),
-    ).toBe(true);
+    expect(second.report.candidates).toBe(20);
+    expect(second.report.entries).toHaveLength(20);
+    expect((second.report.entries ?? []).every((entry) => entry.id > `native-workspace-sync/${cursor}`)).toBe(
+      true,
+    );
     expect(await readCursor(db, { domain: DOMAIN, scope: companyId }, "folders")).toBeNull();
     for (const { lines } of [first, second]) {
       expect(count(lines, CLAIM)).toBe(1);
@@ -96,12 +73,12 @@ describe("a deadline job's walk cursors", () => {
     // Fewer folders than a batch takes: the walk ends in its first batch, and it had no cursor.
     const companyId = await company(db, root, 5);
     const ended = await deadlineBatch(db, root, companyId);
-    expect(ended.value.report.candidates).toBe(5);
+    expect(ended.report.candidates).toBe(5);
     expect(count(ended.lines, WRITE_CURSOR)).toBe(0);
     // One that stops mid-walk writes its cursor once.
     const longer = await company(db, root, 60);
     const stopped = await deadlineBatch(db, root, longer);
-    expect(stopped.value.report.candidates).toBe(50);
+    expect(stopped.report.candidates).toBe(50);
     expect(count(stopped.lines, WRITE_CURSOR)).toBe(1);
   });
 

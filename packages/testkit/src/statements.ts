@@ -28,6 +28,8 @@ import { createTestDatabase, type TestDatabase } from "./postgres";
 
 let sent = 0;
 let counting = 0;
+/** The first line of each statement sent while a batchRunner job runs (null: none runs). */
+let lines: string[] | null = null;
 const query = pg.Client.prototype.query;
 
 /** Counts the statements this process sends until the returned stop() (nested calls share one count). */
@@ -35,6 +37,11 @@ export function countStatements(): { sent(): number; stop(): void } {
   if (counting++ === 0) {
     pg.Client.prototype.query = function counted(this: pg.Client, ...args: unknown[]) {
       sent += 1;
+      if (lines) {
+        const first = args[0];
+        const text = typeof first === "string" ? first : (first as { text?: unknown } | undefined)?.text;
+        if (typeof text === "string") lines.push(text.trimStart().split("\n", 1)[0]!);
+      }
       return (query as (...a: unknown[]) => unknown).apply(this, args);
     } as typeof pg.Client.prototype.query;
   }
@@ -75,24 +82,32 @@ export function jobDeps(
 }
 
 /**
- * Runs one job of `data` (jobDeps) and returns its report and the statements it sent
- * (countStatements must be on). The report is folded before it returns, so the fold is
- * counted in no batch.
+ * Runs one job of `data` (jobDeps) and returns its report, the statements it sent
+ * (countStatements must be on) and the first line of each (a .sql file's opening comment,
+ * BEGIN, ...). The report is folded before it returns, so the fold is counted in no batch.
  */
 export function batchRunner(db: Db, instanceRoot: string, env: Record<string, string> = {}) {
   const deps = jobDeps(db, instanceRoot, env);
-  return async (data: ReclaimJobData): Promise<{ report: BatchReport; statements: number }> => {
+  return async (
+    data: ReclaimJobData,
+  ): Promise<{ report: BatchReport; statements: number; lines: string[] }> => {
     const before = sent;
-    const report = await runJob(deps, {
-      id: `statements-${randomUUID()}`,
-      data,
-      attemptsMade: 0,
-      attempts: 1,
-      signal: new AbortController().signal,
-    });
+    const sentLines: string[] = (lines = []);
+    let report: BatchReport;
+    try {
+      report = await runJob(deps, {
+        id: `statements-${randomUUID()}`,
+        data,
+        attemptsMade: 0,
+        attempts: 1,
+        signal: new AbortController().signal,
+      });
+    } finally {
+      lines = null;
+    }
     const statements = sent - before;
     await foldReports(db);
-    return { report, statements };
+    return { report, statements, lines: sentLines };
   };
 }
 
