@@ -21,6 +21,7 @@ import {
   treeStats,
 } from "@reclaim/core";
 import { SLICE_CALLS } from "@reclaim/shared";
+import { turnsDuring } from "@reclaim/testkit";
 
 let root: string;
 /** The temporary root, as a configured top folder. */
@@ -197,23 +198,6 @@ describe("finishing interrupted deletions", () => {
 });
 
 describe("walks make their syscalls on the spot, in slices (fs/calls.ts, shared sliced.ts)", () => {
-  /** Turns of the event loop while `fn` runs: a setImmediate chain. */
-  async function turnsDuring<T>(fn: () => Promise<T>): Promise<[T, number]> {
-    let turns = 0;
-    let done = false;
-    const tick = () => {
-      if (done) return;
-      turns += 1;
-      setImmediate(tick);
-    };
-    setImmediate(tick);
-    try {
-      return [await fn(), turns];
-    } finally {
-      done = true;
-    }
-  }
-
   it(`a walk gives the event loop a turn at least every ${SLICE_CALLS} calls`, async () => {
     const dir = path.join(root, "wide");
     await mkdir(dir);

@@ -37,12 +37,26 @@ function startSlice(): void {
 
 /** Runs the synchronous filesystem call `call` in the current slice, or after a turn. */
 export async function sliced<R>(call: () => R): Promise<R> {
-  if (sliceStart < 0) startSlice();
-  else if (sliceCalls >= SLICE_CALLS || performance.now() - sliceStart > SLICE_MS) {
-    // Once the event loop has had a turn (timers and I/O served).
-    await turn();
-    if (sliceStart < 0) startSlice();
-  }
-  sliceCalls += 1;
+  const pending = turnIfDue();
+  if (pending !== null) await pending;
   return call();
+}
+
+/**
+ * Counts one synchronous call about to be made in the current slice; when the slice is used
+ * up, a promise to await first (the event loop's turn). For a loop of calls that makes them
+ * itself, without a promise per call: `const t = turnIfDue(); if (t) await t; lstatSync(...)`.
+ */
+export function turnIfDue(): Promise<void> | null {
+  if (sliceStart < 0) startSlice();
+  else if (sliceCalls >= SLICE_CALLS || performance.now() - sliceStart > SLICE_MS) return afterTurn();
+  sliceCalls += 1;
+  return null;
+}
+
+async function afterTurn(): Promise<void> {
+  // Once the event loop has had a turn (timers and I/O served).
+  await turn();
+  if (sliceStart < 0) startSlice();
+  sliceCalls += 1;
 }

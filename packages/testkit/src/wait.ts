@@ -24,3 +24,20 @@ export async function waitFor<T>(
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+/** `fn`'s result, and how many turns the event loop had while it ran (a setImmediate chain). */
+export async function turnsDuring<T>(fn: () => Promise<T>): Promise<[T, number]> {
+  let turns = 0;
+  let done = false;
+  const tick = () => {
+    if (done) return;
+    turns += 1;
+    setImmediate(tick);
+  };
+  setImmediate(tick);
+  try {
+    return [await fn(), turns];
+  } finally {
+    done = true;
+  }
+}

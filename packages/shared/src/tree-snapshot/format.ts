@@ -19,6 +19,7 @@
  * The tree digest covers what a restore reproduces (kinds, paths, modes, file bytes, link
  * targets) and nothing else: not mtimes, so a restored tree has the digest of its snapshot.
  */
+import { isUtf8 } from "node:buffer";
 import { createHash, type Hash } from "node:crypto";
 import { TreeSnapshotError } from "./errors";
 
@@ -115,13 +116,12 @@ export function checkRelativePath(relPath: string, reason: "unsafe_path" | "inva
   if (bad) throw new TreeSnapshotError(reason, relPath, "not a plain relative path");
 }
 
-/** A name read from disk as bytes is kept only if it round-trips through UTF-8. */
+/** A name read from disk as bytes is kept only if it is valid UTF-8 (it then round-trips). */
 export function utf8Name(raw: Buffer, where: string): string {
-  const name = raw.toString("utf8");
-  if (!Buffer.from(name, "utf8").equals(raw)) {
+  if (!isUtf8(raw)) {
     throw new TreeSnapshotError("unsupported_filesystem_entry", where, "name is not valid UTF-8");
   }
-  return name;
+  return raw.toString("utf8");
 }
 
 const DIGEST_DOMAIN = Buffer.from("reclaim tree digest v1\0", "latin1");

@@ -13,7 +13,7 @@
  */
 import { createHash } from "node:crypto";
 import type { BigIntStats } from "node:fs";
-import { lstatSync, readdirSync, readlinkSync } from "node:fs";
+import { constants, lstatSync, readdirSync, readlinkSync } from "node:fs";
 import { DirChain } from "./dir-chain";
 import { TreeSnapshotError } from "./errors";
 import {
@@ -31,7 +31,7 @@ import {
   type TreeSnapshotLimits,
 } from "./format";
 import { errnoCode } from "../errors";
-import { sliced } from "../sliced";
+import { sliced, turnIfDue } from "../sliced";
 
 export interface ExcludeCandidate {
   /** Relative path, '/'-separated. */
@@ -186,25 +186,34 @@ class Planner {
     this.allocatedBytes += Number(blocks) * 512;
   }
 
-  /** Adds the contents of directory `relDir` (already entered or the root), depth first. */
+  /**
+   * Adds the contents of directory `relDir` (the root, or the entry just added), depth first;
+   * enters it, and leaves it when done. Its entries are lstat'ed one after the other in the
+   * current slice (sliced.ts), without a promise each.
+   */
   async walk(relDir: string, exclude?: ExcludeRule): Promise<void> {
     this.options.signal?.throwIfAborted();
     if (relDir !== "") await this.chain.enter(relDir, this.entries.at(-1)!);
     const listing = this.chain.listingPath(relDir);
     const raw = await sliced(() => readdirSync(listing, { encoding: "buffer" }));
     raw.sort(Buffer.compare);
-    const names = raw.map((name) => utf8Name(name, relDir === "" ? name.toString() : `${relDir}/${name}`));
-    const siblings = new Set(names);
+    const prefix = relDir === "" ? "" : `${relDir}/`;
+    const names = raw.map((name) => utf8Name(name, prefix + name.toString()));
+    const siblings = exclude ? new Set(names) : null;
+    const at = this.chain.entryPrefix(relDir);
     for (const name of names) {
-      const rel = relDir === "" ? name : `${relDir}/${name}`;
-      const { entry, blocks } = await this.inspect(rel);
-      if (exclude?.({ path: rel, name, kind: entry.kind, siblings })) {
+      const pending = turnIfDue();
+      if (pending !== null) await pending;
+      const rel = prefix + name;
+      const { entry, blocks } = this.inspect(at + name, rel);
+      if (exclude?.({ path: rel, name, kind: entry.kind, siblings: siblings! })) {
         this.excluded.push(rel);
         continue;
       }
       this.add(entry, blocks);
       if (entry.kind === "directory") await this.walk(rel, exclude);
     }
+    if (relDir !== "") this.chain.leave(relDir);
   }
 
   async listed(paths: readonly string[]): Promise<void> {
@@ -223,7 +232,8 @@ class Planner {
     for (const rel of ordered) {
       if (inside !== null && rel.startsWith(`${inside}/`)) continue;
       inside = null;
-      const { entry, blocks } = await this.inspect(rel);
+      const at = this.chain.childPath(rel);
+      const { entry, blocks } = await sliced(() => this.inspect(at, rel));
       if (wanted.get(rel) === "parent" && entry.kind !== "directory") {
         throw new TreeSnapshotError("unsafe_path", rel, `a parent of listed paths is a ${entry.kind}`);
       }
@@ -239,11 +249,11 @@ class Planner {
     }
   }
 
-  private async inspect(rel: string): Promise<{ entry: PlannedEntry; blocks: bigint }> {
-    const at = this.chain.childPath(rel);
+  /** What lstat (at `at`, the entry `rel` named through its directory's descriptor) sees of it. */
+  private inspect(at: string, rel: string): { entry: PlannedEntry; blocks: bigint } {
     let stat: BigIntStats;
     try {
-      stat = await sliced(() => lstatSync(at, { bigint: true }));
+      stat = lstatSync(at, { bigint: true });
     } catch (error) {
       const code = errnoCode(error);
       if (code === "ENOENT" || code === "ENOTDIR") {
@@ -254,7 +264,7 @@ class Planner {
     const kind = kindOf(stat, rel);
     const entry = toEntry(rel, kind, stat);
     if (kind === "symlink") {
-      const target = utf8Name(await sliced(() => readlinkSync(at, { encoding: "buffer" })), rel);
+      const target = utf8Name(readlinkSync(at, { encoding: "buffer" }), rel);
       if (Buffer.byteLength(target) > MAX_PATH_BYTES) {
         throw new TreeSnapshotError("unsupported_filesystem_entry", rel, "link target is too long");
       }
@@ -290,9 +300,12 @@ class Planner {
 }
 
 function kindOf(stat: BigIntStats, rel: string): EntryKind {
-  if (stat.isSymbolicLink()) return "symlink";
-  if (stat.isDirectory()) return "directory";
-  if (stat.isFile()) return "file";
+  // The type bits as a number: BigIntStats' isFile() and the like convert constants to BigInt
+  // at every call.
+  const type = Number(stat.mode) & constants.S_IFMT;
+  if (type === constants.S_IFLNK) return "symlink";
+  if (type === constants.S_IFDIR) return "directory";
+  if (type === constants.S_IFREG) return "file";
   const what = stat.isFIFO()
     ? "a FIFO"
     : stat.isSocket()

@@ -27,6 +27,7 @@ import {
   planTree,
   restoreSnapshot,
   seal,
+  SLICE_CALLS,
   StorageKey,
   TreeSnapshotError,
   validateSnapshot,
@@ -34,6 +35,7 @@ import {
   type TreeSnapshotLimits,
   type TreeSnapshotReason,
 } from "../../src";
+import { turnsDuring } from "@reclaim/testkit";
 import { rejectionOf } from "../rejection";
 
 const limits: TreeSnapshotLimits = { maxFiles: 20_000, maxFileBytes: 64 << 20, maxTotalBytes: 256 << 20 };
@@ -272,6 +274,22 @@ describe("symbolic links are never followed", () => {
   });
 });
 
+describe("a plan makes its calls on the spot, in slices (sliced.ts)", () => {
+  it(`gives the event loop a turn at least every ${SLICE_CALLS} calls, and sees every entry`, async () => {
+    const root = await freshDir("wide");
+    const files = 4 * SLICE_CALLS;
+    await mkdir(path.join(root, "sub"));
+    await Promise.all(
+      Array.from({ length: files }, (_, i) => writeFile(path.join(root, i % 2 ? "sub" : "", `f${i}`), "")),
+    );
+    const [plan, turns] = await turnsDuring(() => planTree(root, { selection: walk, limits }));
+    expect(plan.files).toBe(files);
+    expect(plan.entries).toHaveLength(files + 2);
+    // One lstat per entry, a listing and a descriptor per directory.
+    expect(turns).toBeGreaterThanOrEqual(Math.floor(files / SLICE_CALLS) - 1);
+  });
+});
+
 describe("directory descriptors", () => {
   /** The descriptors this process has open. */
   const openDescriptors = async () => (await readdir("/proc/self/fd")).length;
@@ -332,6 +350,27 @@ describe("special files and limits refuse with their reason", () => {
       planTree("/dev", { selection: { kind: "paths", paths: ["null"] }, limits }),
     );
     expect(reason).toBe("unsupported_filesystem_entry");
+  });
+
+  it("a name that is not valid UTF-8 is unsupported_filesystem_entry; any valid name is kept byte for byte", async () => {
+    const root = await freshDir("names");
+    const valid = ["\uFEFFbom", "\uFFFD", "\u{1F600} four bytes", "\uE000 private", "plain"];
+    for (const name of valid) await writeFile(path.join(root, name), name);
+    const plan = await planTree(root, { selection: walk, limits });
+    // The root first, then the names in byte order.
+    expect(plan.entries.map((e) => Buffer.from(e.path))).toEqual(
+      ["", ...valid].map((name) => Buffer.from(name)).sort(Buffer.compare),
+    );
+    const target = await freshDir("names-restored");
+    await restoreSnapshot(Readable.from([await snapshotBytes(root)]), target, { limits });
+    expect((await readdir(target, { encoding: "buffer" })).sort(Buffer.compare)).toEqual(
+      (await readdir(root, { encoding: "buffer" })).sort(Buffer.compare),
+    );
+    for (const bad of [[0xff], [0x61, 0xc3], [0xed, 0xa0, 0x80], [0xc0, 0xaf]]) {
+      const dir = await freshDir("bad-name");
+      await writeFile(Buffer.concat([Buffer.from(`${dir}/`), Buffer.from(bad)]), "x");
+      expect(await reasonOf(planTree(dir, { selection: walk, limits }))).toBe("unsupported_filesystem_entry");
+    }
   });
 
   it("too_many_files, file_too_large and too_large at the caller's limits, and not below them", async () => {
