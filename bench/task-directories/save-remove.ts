@@ -12,7 +12,8 @@
  *    the fsync, read-back, decryption and second walk (the baseline until 2026-12-05).
  *
  *   npx tsx bench/task-directories/save-remove.ts      (BENCH_DIRS, BENCH_FILES to scale;
- *     BENCH_ONLY=dry for the dry run alone)
+ *     BENCH_ONLY=dry for the dry run alone; BENCH_CPU_PROFILE=<dir>: a CPU profile of the dry
+ *     run's pipeline, support.ts)
  */
 import { createCipheriv, createDecipheriv, randomBytes, randomUUID } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
@@ -24,6 +25,7 @@ import { treeStats } from "@reclaim/core";
 import { applyMigrations } from "@reclaim/core/src/db/migrate";
 import { createEmptyDatabase, startStack, tempDir, type Stack } from "@reclaim/testkit";
 import { task, TASK_ENV, type Task } from "@reclaim/testkit/src/fixtures/task-directories";
+import { profiled } from "../support";
 
 const DIRS = Number(process.env.BENCH_DIRS ?? 100);
 const FILES = Number(process.env.BENCH_FILES ?? 2000);
@@ -137,13 +139,15 @@ function dryRun() {
     for (const t of made) await treeStats(t.dir);
     const surveySeconds = seconds(started);
     started = performance.now();
-    await closeEvents(stack, made);
-    await until(async () => {
-      const sum = await stack.db.reclaimBatchReport.aggregate({
-        where: { domain: "task-directories", dryRun: true },
-        _sum: { candidates: true },
+    await profiled("task-directories-dry", async () => {
+      await closeEvents(stack, made);
+      await until(async () => {
+        const sum = await stack.db.reclaimBatchReport.aggregate({
+          where: { domain: "task-directories", dryRun: true },
+          _sum: { candidates: true },
+        });
+        return (sum._sum.candidates ?? 0) >= DIRS;
       });
-      return (sum._sum.candidates ?? 0) >= DIRS;
     });
     return { pipelineSeconds: seconds(started), surveySeconds };
   });
