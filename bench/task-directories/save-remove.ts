@@ -12,7 +12,7 @@
  *    the fsync, read-back, decryption and second walk (the baseline until 2026-12-05).
  *
  *   npx tsx bench/task-directories/save-remove.ts      (BENCH_DIRS, BENCH_FILES to scale;
- *     BENCH_ONLY=dry for the dry run alone; BENCH_CPU_PROFILE=<dir>: a CPU profile of the dry
+ *     BENCH_ONLY=dry or save for one pass alone; BENCH_CPU_PROFILE=<dir>: a CPU profile of the dry
  *     run's pipeline, support.ts)
  */
 import { createCipheriv, createDecipheriv, randomBytes, randomUUID } from "node:crypto";
@@ -184,6 +184,16 @@ function saveAndRemove() {
 
 async function main() {
   const loads: number[] = [load()];
+  // BENCH_ONLY=save: the saving and removing pass alone (comparing two versions of the code).
+  if (process.env.BENCH_ONLY === "save") {
+    const { pipelineSeconds, bare } = await saveAndRemove();
+    const ruleSeconds = bare.seal + bare.proof + bare.delete;
+    loads.push(load());
+    console.log(
+      JSON.stringify({ pipelineSeconds, ruleSeconds, ratio: ruleSeconds / pipelineSeconds, loads }),
+    );
+    return;
+  }
   const dry = await dryRun();
   loads.push(load());
   // BENCH_ONLY=dry: the dry run alone (profiling).
