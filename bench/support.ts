@@ -9,6 +9,7 @@ import { Session } from "node:inspector/promises";
 import path from "node:path";
 import { Redis } from "ioredis";
 import pg from "pg";
+import { statementFirstLine } from "@reclaim/testkit";
 import { applyMigrations } from "../packages/core/src/db/migrate";
 
 export const ADMIN_URL =
@@ -98,19 +99,18 @@ export function report(name: string, fields: Record<string, string | number>): v
  * wrapping pg's Client#query; the statements asked for are timed.
  */
 let statements = 0;
-/** Statements sent, by `firstLineOf` their text, once `tallyStatements` was called. */
+/** Statements sent, by their first line (at most 100 characters), once `tallyStatements` was called. */
 let byFirstLine: Map<string, number> | null = null;
 /** Statements whose text starts with one of these (a .sql file's first line) are timed. */
 const timed = new Map<string, number[]>();
 const query = pg.Client.prototype.query;
 pg.Client.prototype.query = function countedQuery(this: pg.Client, ...args: unknown[]) {
   statements += 1;
-  const first = args[0];
-  const text = typeof first === "string" ? first : (first as { text?: unknown } | undefined)?.text;
-  const samples =
-    timed.size > 0 && typeof text === "string" ? timed.get(text.slice(0, text.indexOf("\n"))) : undefined;
-  if (byFirstLine && typeof text === "string") {
-    const line = firstLineOf(text);
+  const first = timed.size > 0 || byFirstLine ? statementFirstLine(args) : undefined;
+  const samples = first === undefined ? undefined : timed.get(first);
+  if (byFirstLine && first !== undefined) {
+    // At most 100 characters (a Prisma query's first line can be its whole text).
+    const line = first.slice(0, 100);
     byFirstLine.set(line, (byFirstLine.get(line) ?? 0) + 1);
   }
   const t0 = performance.now();
@@ -140,9 +140,6 @@ export function timeStatements(firstLine: string): number[] {
   timed.set(firstLine, samples);
   return samples;
 }
-
-/** A statement's first line (a .sql file's opening comment, BEGIN, a Prisma query), at most 100 characters. */
-const firstLineOf = (text: string) => text.trimStart().split("\n", 1)[0]!.slice(0, 100);
 
 /** From now on, every statement this process sends is counted by its first line; the counts so far. */
 export function tallyStatements(): ReadonlyMap<string, number> {

@@ -26,6 +26,16 @@ import {
 } from "@reclaim/core";
 import { createTestDatabase, type TestDatabase } from "./postgres";
 
+/**
+ * The first line of the statement a pg `Client#query` call sends (a .sql file's opening comment,
+ * BEGIN, a Prisma query), from the call's arguments; undefined for a call without text.
+ */
+export function statementFirstLine(args: readonly unknown[]): string | undefined {
+  const first = args[0];
+  const text = typeof first === "string" ? first : (first as { text?: unknown } | undefined)?.text;
+  return typeof text === "string" ? text.trimStart().split("\n", 1)[0]! : undefined;
+}
+
 let sent = 0;
 let counting = 0;
 /** The first line of each statement sent while a batchRunner job runs (null: none runs). */
@@ -38,9 +48,8 @@ export function countStatements(): { sent(): number; stop(): void } {
     pg.Client.prototype.query = function counted(this: pg.Client, ...args: unknown[]) {
       sent += 1;
       if (lines) {
-        const first = args[0];
-        const text = typeof first === "string" ? first : (first as { text?: unknown } | undefined)?.text;
-        if (typeof text === "string") lines.push(text.trimStart().split("\n", 1)[0]!);
+        const line = statementFirstLine(args);
+        if (line !== undefined) lines.push(line);
       }
       return (query as (...a: unknown[]) => unknown).apply(this, args);
     } as typeof pg.Client.prototype.query;
