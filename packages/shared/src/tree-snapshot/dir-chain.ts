@@ -72,19 +72,14 @@ export class DirChain {
     return PROC_FD ? `${PROC_FD}/${top.fd}/${name}` : path.join(this.root, relPath);
   }
 
-  /** A path to list the directory `relPath` (which must be the last one entered). */
+  /**
+   * A path to list the directory `relPath` (which must be the last one entered); followed by
+   * `/<name>`, it names that entry of the directory (a walk's lstat of each entry in turn).
+   */
   listingPath(relPath: string): string {
     const top = this.stack.at(-1);
     if (!top || top.rel !== relPath) throw new Error(`BUG: ${relPath} is not the current directory`);
     return PROC_FD ? `${PROC_FD}/${top.fd}` : path.join(this.root, relPath);
-  }
-
-  /**
-   * The prefix that, followed by a name, names that entry of directory `relPath` (which must be
-   * the last one entered): for a walk that lstats every entry of a directory in turn.
-   */
-  entryPrefix(relPath: string): string {
-    return `${this.listingPath(relPath)}/`;
   }
 
   /** Leaves directory `relPath`, the last one entered (a walk done with it). */

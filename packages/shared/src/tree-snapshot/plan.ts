@@ -188,8 +188,8 @@ class Planner {
 
   /**
    * Adds the contents of directory `relDir` (the root, or the entry just added), depth first;
-   * enters it, and leaves it when done. Its entries are lstat'ed one after the other in the
-   * current slice (sliced.ts), without a promise each.
+   * enters it, and leaves it when done. Its entries are lstat'ed one after the other through the
+   * directory's listing path, in the current slice (sliced.ts), without a promise each.
    */
   async walk(relDir: string, exclude?: ExcludeRule): Promise<void> {
     this.options.signal?.throwIfAborted();
@@ -200,7 +200,7 @@ class Planner {
     const prefix = relDir === "" ? "" : `${relDir}/`;
     const names = raw.map((name) => utf8Name(name, prefix + name.toString()));
     const siblings = exclude ? new Set(names) : null;
-    const at = this.chain.entryPrefix(relDir);
+    const at = `${listing}/`;
     for (const name of names) {
       const pending = turnIfDue();
       if (pending !== null) await pending;
