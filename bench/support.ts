@@ -103,9 +103,35 @@ let statements = 0;
 let byFirstLine: Map<string, number> | null = null;
 /** Statements whose text starts with one of these (a .sql file's first line) are timed. */
 const timed = new Map<string, number[]>();
+/** A statement as this process sent it: its text, parameters and prepared statement name. */
+export interface SentStatement {
+  text: string;
+  values?: unknown[];
+  name?: string;
+}
+/** The statements sent since recordStatements() (null: none is recording). */
+let recording: SentStatement[] | null = null;
+
+function sentStatement(args: readonly unknown[]): SentStatement | null {
+  const [first, second] = args;
+  if (typeof first === "string") return { text: first, ...(Array.isArray(second) ? { values: second } : {}) };
+  const config = first as { text?: unknown; values?: unknown[]; name?: unknown } | undefined;
+  if (typeof config?.text !== "string") return null;
+  const values = config.values ?? (Array.isArray(second) ? second : undefined);
+  return {
+    text: config.text,
+    ...(values ? { values } : {}),
+    ...(typeof config.name === "string" ? { name: config.name } : {}),
+  };
+}
+
 const query = pg.Client.prototype.query;
 pg.Client.prototype.query = function countedQuery(this: pg.Client, ...args: unknown[]) {
   statements += 1;
+  if (recording) {
+    const sent = sentStatement(args);
+    if (sent) recording.push(sent);
+  }
   const first = timed.size > 0 || byFirstLine ? statementFirstLine(args) : undefined;
   const samples = first === undefined ? undefined : timed.get(first);
   if (byFirstLine && first !== undefined) {
@@ -133,6 +159,18 @@ export const median = (xs: number[]): number => {
 
 /** SQL statements sent so far by this process. */
 export const statementsSent = () => statements;
+
+/** Records every statement this process sends from now until stop(), in order, in `sent`. */
+export function recordStatements(): { sent: SentStatement[]; stop(): void } {
+  const sent: SentStatement[] = [];
+  recording = sent;
+  return {
+    sent,
+    stop() {
+      if (recording === sent) recording = null;
+    },
+  };
+}
 
 /** Times every run of the statement that starts with `firstLine`; the durations (ms) so far. */
 export function timeStatements(firstLine: string): number[] {

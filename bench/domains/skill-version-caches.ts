@@ -18,7 +18,8 @@
  * time), so load from other processes on the machine falls on both alike. Then the SQL statements of one
  * batch for two batch sizes, dry run and evicting: they must not grow with the batch (no
  * N+1); if they do, or the evicting pass does not evict exactly the eligible caches, the run
- * fails (exit code 1).
+ * fails (exit code 1). Last, the ceiling of a dry-run batch (harness.ts dryBatchCeiling): its
+ * statements alone, replayed on a plain connection, against its bare walks.
  *
  *   npx tsx bench/domains/skill-version-caches.ts
  *   BENCH_COMPANIES=20 BENCH_CPU_PROFILE=/tmp/svc npx tsx bench/domains/skill-version-caches.ts
@@ -35,7 +36,15 @@ import { writeTree } from "@reclaim/testkit";
 import { LIMITS } from "../../packages/core/src/domains/skill-version-caches/config";
 import { mapInOrder } from "../../packages/core/src/fs/in-order";
 import { profiled } from "../support";
-import { expectFlatQueries, fullPass, openBench, perSecond, type Bench } from "./harness";
+import {
+  dryBatchCeiling,
+  expectFlatQueries,
+  fullPass,
+  openBench,
+  perSecond,
+  printCeiling,
+  type Bench,
+} from "./harness";
 
 const COMPANIES = Number(process.env.BENCH_COMPANIES ?? 100);
 /** Company jobs of the domain a worker process runs at once (RECLAIM_WORKER_CONCURRENCY's default). */
@@ -271,6 +280,9 @@ async function main() {
       }
       expectFlatQueries(dryRun ? "dry run" : "evicting", batches);
     }
+    // What one dry-run batch (50 versions: the limit) could reach with its statements alone.
+    const c = await company(bench, SKILLS, VERSIONS);
+    printCeiling("skill version caches", await dryBatchCeiling(bench, "skill-version-caches", c.id));
   } finally {
     await rm(copyRoot, { recursive: true, force: true });
     await bench.close();

@@ -12,7 +12,9 @@
  * folders are older still): the dry run's batches reuse the top folder's listing, the
  * removing pass's rename in it at every batch and read it again.
  * Then the SQL statements of one batch, for two batch sizes, dry run and removing: they must
- * not grow with the batch (no N+1); if they do, the run fails (exit code 1).
+ * not grow with the batch (no N+1); if they do, the run fails (exit code 1). And the ceiling of
+ * a dry-run batch (harness.ts dryBatchCeiling): its statements alone, replayed on a plain
+ * connection, against its bare walks.
  *   npx tsx bench/platform/sync-folders.ts        (BENCH_FOLDERS=10000, BENCH_COMPANIES=20;
  *     BENCH_CPU_PROFILE=<dir>: a CPU profile of each pipeline pass, support.ts)
  */
@@ -25,7 +27,13 @@ import pg from "pg";
 import { silentLogger, treeStats, UNCHANGED_MARGIN_MS } from "../../packages/core/src";
 import { createScheduler } from "../../apps/scheduler/src/service";
 import { createWorkerService } from "../../apps/worker/src/service";
-import { expectFlatQueries, openBench, type BatchQueries } from "../domains/harness";
+import {
+  dryBatchCeiling,
+  expectFlatQueries,
+  openBench,
+  printCeiling,
+  type BatchQueries,
+} from "../domains/harness";
 import { benchEnv, profiled, REDIS_URL, report, time } from "../support";
 
 const FOLDERS = Number(process.env.BENCH_FOLDERS ?? 10_000);
@@ -218,6 +226,19 @@ async function statementsPerBatch(): Promise<void> {
         }
       }
       expectFlatQueries(dryRun ? "dry run" : "removing", batches);
+    }
+    // What one dry-run batch (the kept folders before the 51st candidate, and the 50 a batch can
+    // lock) could reach with its statements alone, the company's runs among 10,000 as in the passes.
+    const company = randomUUID();
+    const others = Array.from({ length: 19 }, () => randomUUID());
+    const dataset = await seed(FOLDERS, [company, ...others], (sql) => bench.db.$executeRawUnsafe(sql));
+    try {
+      printCeiling(
+        "native workspace sync folders",
+        await dryBatchCeiling(bench, "native-workspace-sync", company, { instanceRoot: dataset.root }),
+      );
+    } finally {
+      await rm(dataset.root, { recursive: true, force: true });
     }
   } finally {
     await bench.close();
