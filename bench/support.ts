@@ -9,7 +9,7 @@ import { Session } from "node:inspector/promises";
 import path from "node:path";
 import { Redis } from "ioredis";
 import pg from "pg";
-import { statementFirstLine } from "@reclaim/testkit";
+import { sentStatement, statementFirstLine, type SentStatement } from "@reclaim/testkit";
 import { applyMigrations } from "../packages/core/src/db/migrate";
 
 export const ADMIN_URL =
@@ -103,27 +103,8 @@ let statements = 0;
 let byFirstLine: Map<string, number> | null = null;
 /** Statements whose text starts with one of these (a .sql file's first line) are timed. */
 const timed = new Map<string, number[]>();
-/** A statement as this process sent it: its text, parameters and prepared statement name. */
-export interface SentStatement {
-  text: string;
-  values?: unknown[];
-  name?: string;
-}
 /** The statements sent since recordStatements() (null: none is recording). */
 let recording: SentStatement[] | null = null;
-
-function sentStatement(args: readonly unknown[]): SentStatement | null {
-  const [first, second] = args;
-  if (typeof first === "string") return { text: first, ...(Array.isArray(second) ? { values: second } : {}) };
-  const config = first as { text?: unknown; values?: unknown[]; name?: unknown } | undefined;
-  if (typeof config?.text !== "string") return null;
-  const values = config.values ?? (Array.isArray(second) ? second : undefined);
-  return {
-    text: config.text,
-    ...(values ? { values } : {}),
-    ...(typeof config.name === "string" ? { name: config.name } : {}),
-  };
-}
 
 const query = pg.Client.prototype.query;
 pg.Client.prototype.query = function countedQuery(this: pg.Client, ...args: unknown[]) {

@@ -13,6 +13,8 @@ import {
   createDb,
   foldReports,
   runJob,
+  SETTLE_CONNECTION_SETUP,
+  SETTLE_JOBS,
   treeStats,
   type BatchReport,
   type Db,
@@ -21,7 +23,8 @@ import {
 import { applyMigrations } from "@reclaim/core/src/db/migrate";
 import { createEmptyDatabase, jobDeps } from "@reclaim/testkit";
 import pg from "pg";
-import { median, recordStatements, statementsSent, type SentStatement } from "../support";
+import { type SentStatement } from "@reclaim/testkit";
+import { median, recordStatements, statementsSent } from "../support";
 
 export interface Bench {
   db: Db;
@@ -131,10 +134,6 @@ export function expectFlatQueries(what: string, batches: BatchQueries[]): void {
 
 /** Transaction control: a replay runs the rest in a transaction of its own. */
 const TRANSACTION_CONTROL = /^\s*(BEGIN|START TRANSACTION|COMMIT|ROLLBACK)\b/i;
-/** The settlement (ledger/settle-jobs.sql): its report rows get new ids at each replay. */
-const SETTLE_JOBS = "reclaim/ledger/settle-jobs.sql";
-/** How the worker sets up the settlement's connection (db/client.ts), once per connection. */
-const SETTLE_CONNECTION_SETUP = "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off";
 
 /**
  * The statements `sent` (recorded from a batch of the real pipeline: support.ts
@@ -162,8 +161,8 @@ export async function replayStatements(url: string, sent: readonly SentStatement
       const started = performance.now();
       for (const s of body) {
         let values = s.values;
-        if (s.name === SETTLE_JOBS && values) {
-          // The recorded batch's report rows exist: each round settles new ones.
+        if (s.name === SETTLE_JOBS.name && values) {
+          // The settlement: the recorded batch's report rows exist, so each round settles new ones.
           const jobs = (JSON.parse(values[0] as string) as object[]).map((job) => ({
             ...job,
             id: randomUUID(),
@@ -171,7 +170,7 @@ export async function replayStatements(url: string, sent: readonly SentStatement
           }));
           values = [JSON.stringify(jobs), ...values.slice(1)];
         }
-        await (s.name === SETTLE_JOBS ? settleClient : client).query({
+        await (s.name === SETTLE_JOBS.name ? settleClient : client).query({
           text: s.text,
           ...(values ? { values } : {}),
           ...(s.name ? { name: s.name } : {}),

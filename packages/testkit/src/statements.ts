@@ -26,14 +26,33 @@ import {
 } from "@reclaim/core";
 import { createTestDatabase, type TestDatabase } from "./postgres";
 
+/** A statement as a pg `Client#query` call sends it: its text, parameters and prepared statement name. */
+export interface SentStatement {
+  text: string;
+  values?: unknown[];
+  name?: string;
+}
+
+/** The statement a pg `Client#query` call sends, from the call's arguments; null for a call without text. */
+export function sentStatement(args: readonly unknown[]): SentStatement | null {
+  const [first, second] = args;
+  if (typeof first === "string") return { text: first, ...(Array.isArray(second) ? { values: second } : {}) };
+  const config = first as { text?: unknown; values?: unknown[]; name?: unknown } | undefined;
+  if (typeof config?.text !== "string") return null;
+  const values = config.values ?? (Array.isArray(second) ? second : undefined);
+  return {
+    text: config.text,
+    ...(values ? { values } : {}),
+    ...(typeof config.name === "string" ? { name: config.name } : {}),
+  };
+}
+
 /**
  * The first line of the statement a pg `Client#query` call sends (a .sql file's opening comment,
  * BEGIN, a Prisma query), from the call's arguments; undefined for a call without text.
  */
 export function statementFirstLine(args: readonly unknown[]): string | undefined {
-  const first = args[0];
-  const text = typeof first === "string" ? first : (first as { text?: unknown } | undefined)?.text;
-  return typeof text === "string" ? text.trimStart().split("\n", 1)[0]! : undefined;
+  return sentStatement(args)?.text.trimStart().split("\n", 1)[0];
 }
 
 let sent = 0;

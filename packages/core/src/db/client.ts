@@ -13,6 +13,12 @@ export type Db = PrismaClient;
 /** What a check receives inside the job's interactive transaction. */
 export type Tx = Prisma.TransactionClient;
 
+/**
+ * How the settlement's own connection is set up, once per connection (below; the benchmarks
+ * replay its statements on a connection set up the same way).
+ */
+export const SETTLE_CONNECTION_SETUP = "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off";
+
 export interface DbOptions {
   /** Pool size; every concurrent job holds one connection for its transaction. */
   max?: number;
@@ -50,7 +56,7 @@ export function createDb(databaseUrl: string, options: DbOptions = {}): Db {
     connectionTimeoutMillis: 5000,
     // Before the connection is handed out; a failure ends it and fails the settlement.
     onConnect: async (client) => {
-      await client.query("SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off");
+      await client.query(SETTLE_CONNECTION_SETUP);
     },
   });
   // An idle connection that PostgreSQL ended (a restart): the next settlement connects again.

@@ -27,7 +27,8 @@ import { PRUNE_STATS_PER_REPORT, STATS_RETENTION_DAYS, StatsTally } from "./repo
 import { PRUNE_PER_JOB, REPORT_DURATION_BUCKETS, REPORT_TOTAL_SHARDS } from "./report-totals";
 import { storedReport, type BatchReport, type NewReport } from "./reports";
 
-const SETTLE_JOBS = statement(__dirname, "settle-jobs.sql");
+/** Exported for the benchmarks, which replay a batch's statements (bench/domains/harness.ts). */
+export const SETTLE_JOBS = statement(__dirname, "settle-jobs.sql");
 const FOLD_REPORTS = statement(__dirname, "fold-reports.sql");
 /** Jobs one statement settles at most. */
 const MAX_BATCH = 64;
